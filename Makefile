@@ -1,0 +1,68 @@
+# kueueops.aks developer entry points. `make demo` and `make test` are the two
+# commands a newcomer needs; everything else is what they are made of.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PY ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+COLLECTIONS := $(VENV)/collections
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
+# One run folder per checkout, so two checkouts never share a cluster.
+export KUEUEOPS_RUN_DIR ?= $(CURDIR)/.run
+
+.PHONY: help
+help: ## Show the targets
+	@awk 'BEGIN{FS=":.*##"} /^[a-zA-Z_-]+:.*##/{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
+
+$(VENV)/.installed: requirements.txt requirements-test.txt
+	$(PY) -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r requirements-test.txt
+	mkdir -p $(COLLECTIONS)/ansible_collections/kueueops
+	ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/kueueops/aks
+	touch $@
+
+.PHONY: venv
+venv: $(VENV)/.installed ## Python venv with ansible-core, deps and test tools; the collection linked in
+
+.PHONY: toolchain
+toolchain: ## Build (or reuse) etcd, kube-apiserver, helm v3/v4, registry, Kueue
+	hack/toolchain.sh
+
+.PHONY: cluster-up
+cluster-up: venv toolchain ## Start the local control plane (idempotent)
+	$(VPY) -m tests.harness up
+
+.PHONY: cluster-down
+cluster-down: ## Stop exactly what cluster-up started (idempotent)
+	@if [ -x $(VPY) ]; then $(VPY) -m tests.harness down; fi
+
+.PHONY: cluster-env
+cluster-env: ## Print export lines for the running cluster (use: eval "$$(make -s cluster-env)")
+	@$(VPY) -m tests.harness env
+
+.PHONY: hold-manager release-manager
+hold-manager: ## Stop the Kueue manager of the local cluster and keep it stopped (for failure drills)
+	$(VPY) -m tests.harness hold
+release-manager: ## Let the node agent start the Kueue manager again
+	$(VPY) -m tests.harness release
+
+.PHONY: unit
+unit: venv ## Unit tests (pure logic, no cluster)
+	$(VPY) -m pytest tests/unit -q
+
+.PHONY: sanity
+sanity: venv ## ansible-test sanity (no ignore files) and ansible-lint --profile production
+	hack/sanity.sh
+
+.PHONY: integration
+integration: venv toolchain ## Integration tests on the real local control plane (started if not running)
+	$(VPY) -m pytest tests/integration -q
+
+.PHONY: test
+test: venv toolchain ## Everything CI runs: sanity + lint, then unit and integration tests
+	hack/sanity.sh
+	$(VPY) -m pytest tests/unit tests/integration -q -p no:cacheprovider
+
+.PHONY: demo
+demo: venv toolchain ## Start the local cluster and run the main job (playbooks/site.yml) on it
+	hack/demo.sh

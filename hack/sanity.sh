@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Sanity and lint for the kueueops.aks collection, offline-friendly.
+#
+#   hack/sanity.sh            # ansible-test sanity (no ignore files) + ansible-lint
+#   hack/sanity.sh sanity     # only ansible-test sanity
+#   hack/sanity.sh lint       # only ansible-lint --profile production
+#   hack/sanity.sh sanity [ANSIBLE-TEST ARGS]   # e.g. --test pep8, or target paths
+#
+# What ansible-test sees is the *built* collection: we run
+# `ansible-galaxy collection build`, install the tarball into a temporary
+# .../ansible_collections/kueueops/aks, `git init && git add -A` there
+# (ansible-test lists files from git) and run sanity in that tree. So
+# galaxy.yml's build_ignore decides what sanity judges: what we ship.
+#
+# THE OFFLINE TRICK. `ansible-test sanity --local` still runs most tests in
+# managed virtualenvs under ~/.ansible/test/venv, and it populates each one by
+#   1. bootstrapping pip with a script downloaded from
+#      https://ci-files.testing.ansible.com/ansible-test/get-pip-<ver>.py
+#      unless ~/.ansible/test/cache/get_pip_<ver_with_underscores>.py exists;
+#   2. running that pip with an environment reduced to PATH/HOME/LC_ALL, so
+#      PIP_CERT, PIP_INDEX_URL, PIP_FIND_LINKS... from our shell are lost.
+# Only HOME survives, so we run ansible-test with HOME set to a private,
+# reusable directory ($KUEUEOPS_SANITY_HOME, default
+# ~/.cache/kueueops-sanity-home) in which we
+#   a. write .config/pip/pip.conf from the caller's effective pip
+#      configuration (`pip config list`: files and PIP_* variables), so the
+#      managed venvs reach the same index with the same CA bundle;
+#   b. download the exact pip wheel ansible-test pins (get_venv_packages(),
+#      24.2 for ansible-core 2.19) with our own pip, and write
+#      .ansible/test/cache/get_pip_<ver>.py: a 10-line stand-in for get-pip.py
+#      that runs pip from that wheel to install it with --no-index.
+# The only network then needed is the package index for the pinned sanity
+# requirements (PyPI or your mirror); the venvs are cached in that HOME, so
+# later runs are offline. The user's real ~/.ansible and pip config are untouched.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV=${VENV:-$ROOT/.venv}
+PY=$VENV/bin/python
+[ -x "$PY" ] || { echo "sanity.sh: $PY not found; run 'make venv' first" >&2; exit 2; }
+export PATH="$VENV/bin:$PATH"
+PYVER=${SANITY_PYTHON:-$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')}
+WHAT=${1:-all}
+[ $# -gt 0 ] && shift
+
+run_sanity() {
+    local home cache pipver wheeldir work build coll
+    home=${KUEUEOPS_SANITY_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/kueueops-sanity-home}
+    cache=$home/.ansible/test/cache
+    mkdir -p "$cache" "$home/.config/pip"
+
+    # (a) pip configuration for the managed virtualenvs
+    "$VENV/bin/pip" config list | "$PY" -c '
+import re, sys
+sections = {}
+for line in sys.stdin:
+    m = re.match(r"^(.+?)\.([A-Za-z0-9_-]+)=(.*)$", line.strip())
+    if not m:
+        continue
+    scope, key, value = m.groups()
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\x27\x22":
+        value = value[1:-1]
+    scope = "global" if scope in (":env:", "site", "user") else scope
+    sections.setdefault(scope, {})[key] = value
+with open(sys.argv[1], "w") as out:
+    for scope, items in sections.items():
+        out.write("[%s]\n" % scope)
+        for key, value in items.items():
+            out.write("%s = %s\n" % (key, value))
+' "$home/.config/pip/pip.conf"
+
+    # (b) pip bootstrap without ci-files.testing.ansible.com
+    pipver=$("$PY" -c 'from ansible_test._internal.python_requirements import get_venv_packages as g
+print(g(type("P", (), {"version": "'"$PYVER"'"})())["pip"])')
+    wheeldir=$cache/pip-wheels
+    if ! ls "$wheeldir"/pip-"$pipver"-*.whl >/dev/null 2>&1; then
+        "$VENV/bin/pip" download -q --no-deps --only-binary=:all: --dest "$wheeldir" "pip==$pipver"
+    fi
+    cat > "$cache/get_pip_${pipver//./_}.py" <<PYEOF
+"""Stand-in for get-pip.py written by kueueops.aks hack/sanity.sh: installs pip from a local wheel."""
+import glob, sys
+wheel = glob.glob("$wheeldir/pip-$pipver-*.whl")[0]
+sys.path.insert(0, wheel)
+from pip._internal.cli.main import main
+args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
+sys.exit(main(["install", "--no-index", "--find-links", "$wheeldir", "--upgrade", "--force-reinstall"] + args))
+PYEOF
+
+    # build, install, git, test
+    work=$(mktemp -d "${TMPDIR:-/tmp}/kueueops-sanity.XXXXXX")
+    trap 'rm -rf "$work"' RETURN
+    build=$work/build
+    ansible-galaxy collection build "$ROOT" --output-path "$build" --force >/dev/null
+    ANSIBLE_COLLECTIONS_PATH="$work/collections" \
+        ansible-galaxy collection install "$build"/kueueops-aks-*.tar.gz -p "$work/collections" --force >/dev/null
+    coll=$work/collections/ansible_collections/kueueops/aks
+    (cd "$coll" && git init -q && git add -A)
+    echo "sanity.sh: ansible-test sanity --python $PYVER --local in $coll"
+    (cd "$coll" && HOME="$home" ansible-test sanity --python "$PYVER" --local --color no "$@")
+}
+
+run_lint() {
+    echo "sanity.sh: ansible-lint --profile production in $ROOT"
+    (cd "$ROOT" && ansible-lint --profile production)
+}
+
+case "$WHAT" in
+    all) run_sanity; run_lint ;;
+    sanity) run_sanity "$@" ;;
+    lint) run_lint ;;
+    *) echo "usage: $0 [all|sanity|lint]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,310 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Verification of a Kueue installation: the seed's "Confirm deployment status",
+made reliable. Every check returns pass/fail with a reason; waiting uses watches
+on the objects concerned, never fixed sleeps.
+
+Importable without Ansible: takes a kubernetes ApiClient.
+"""
+import base64
+import gzip
+import json
+import time
+
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import api_exception_message
+
+try:
+    from kubernetes import client as k8s
+    from kubernetes import watch as k8s_watch
+    from kubernetes.client.exceptions import ApiException
+except ImportError:  # pragma: no cover - the module reports missing_required_lib
+    k8s = None
+    k8s_watch = None
+    ApiException = Exception
+
+GROUP = "kueue.x-k8s.io"
+DEFAULT_CRDS = (
+    "admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
+    "provisioningrequestconfigs", "resourceflavors", "topologies", "workloadpriorityclasses", "workloads",
+)
+PROBE_NAME = "kueueops-verify-probe"
+
+
+def condition_status(obj, ctype):
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == ctype:
+            return cond
+    return None
+
+
+class Check:
+    def __init__(self, name, ok, reason, details=None):
+        self.name, self.ok, self.reason, self.details = name, ok, reason, details
+
+    def as_dict(self):
+        out = {"name": self.name, "ok": self.ok, "reason": self.reason}
+        if self.details is not None:
+            out["details"] = self.details
+        return out
+
+
+class Verifier:
+    def __init__(self, api_client, namespace="kueue-system", install_method="helm", release_name="kueue",
+                 expected_crds=DEFAULT_CRDS, webhook_probe=True):
+        self.api_client = api_client
+        self.ns = namespace
+        self.install_method = install_method
+        self.release_name = release_name
+        self.expected_crds = tuple(expected_crds)
+        self.webhook_probe = webhook_probe
+        self.apps = k8s.AppsV1Api(api_client)
+        self.core = k8s.CoreV1Api(api_client)
+        self.ext = k8s.ApiextensionsV1Api(api_client)
+        self.adm = k8s.AdmissionregistrationV1Api(api_client)
+        self.custom = k8s.CustomObjectsApi(api_client)
+
+    # ------------------------------------------------------------- helpers
+    def deployments_expected(self):
+        names = ["kueue-controller-manager"]
+        if self.install_method == "extension":
+            names.append("kueue-extension")
+        return names
+
+    def detect_method(self):
+        """auto: the managed extension runs a kueue-extension Deployment; the Helm path does not."""
+        try:
+            self.apps.read_namespaced_deployment("kueue-extension", self.ns)
+            return "extension"
+        except ApiException as exc:
+            if exc.status == 404:
+                return "helm"
+            raise
+
+    # -------------------------------------------------------------- checks
+    def check_deployments(self):
+        out = []
+        for name in self.deployments_expected():
+            try:
+                dep = self.apps.read_namespaced_deployment(name, self.ns)
+            except ApiException as exc:
+                reason = "not found in namespace %s" % self.ns if exc.status == 404 else api_exception_message(exc)
+                out.append(Check("deployment/%s" % name, False, reason))
+                continue
+            want = dep.spec.replicas if dep.spec.replicas is not None else 1
+            ready = dep.status.ready_replicas or 0
+            available = dep.status.available_replicas or 0
+            ok = want > 0 and ready >= want and available >= want
+            reason = "%d/%d ready, %d available" % (ready, want, available)
+            if not ok:
+                reason += self._pod_hint(dep)
+            out.append(Check("deployment/%s" % name, ok, reason,
+                             {"ready": ready, "replicas": want, "available": available}))
+        return out
+
+    def _pod_hint(self, dep):
+        selector = ",".join("%s=%s" % kv for kv in sorted((dep.spec.selector.match_labels or {}).items()))
+        try:
+            pods = self.core.list_namespaced_pod(self.ns, label_selector=selector).items
+        except ApiException:
+            return ""
+        hints = []
+        for pod in pods:
+            for cs in pod.status.container_statuses or []:
+                if cs.state and cs.state.waiting:
+                    hints.append("%s: %s %s" % (pod.metadata.name, cs.state.waiting.reason or "",
+                                                cs.state.waiting.message or ""))
+                elif not cs.ready:
+                    hints.append("%s: container %s not ready (restarts %d)" % (
+                        pod.metadata.name, cs.name, cs.restart_count or 0))
+            if not pod.status.container_statuses:
+                hints.append("%s: %s" % (pod.metadata.name, pod.status.phase))
+        if not pods:
+            hints.append("no pods match %s" % selector)
+        return "; " + "; ".join(h.strip() for h in hints) if hints else ""
+
+    def check_crds(self):
+        crds = {c.metadata.name: c for c in self.ext.list_custom_resource_definition().items
+                if c.spec.group == GROUP}
+        missing, unestablished = [], []
+        for plural in self.expected_crds:
+            crd = crds.get("%s.%s" % (plural, GROUP))
+            if crd is None:
+                missing.append(plural)
+                continue
+            est = [c for c in crd.status.conditions or [] if c.type == "Established"]
+            if not est or est[0].status != "True":
+                unestablished.append(plural)
+        ok = not missing and not unestablished
+        parts = []
+        if missing:
+            parts.append("missing: " + ", ".join(missing))
+        if unestablished:
+            parts.append("not Established: " + ", ".join(unestablished))
+        return [Check("crds", ok, "; ".join(parts) or "%d CRDs established" % len(self.expected_crds),
+                      {"present": sorted(n.split(".")[0] for n in crds)})]
+
+    def check_webhooks(self):
+        configs = [c for c in self.adm.list_validating_webhook_configuration().items
+                   + self.adm.list_mutating_webhook_configuration().items
+                   if any(w.client_config.service and w.client_config.service.namespace == self.ns
+                          for w in c.webhooks or [])]
+        checks = []
+        if not configs:
+            checks.append(Check("webhook-configurations", False,
+                                "no webhook configuration points at a service in %s" % self.ns))
+        else:
+            no_ca = sorted({c.metadata.name for c in configs for w in c.webhooks or [] if not w.client_config.ca_bundle})
+            checks.append(Check("webhook-configurations", not no_ca,
+                                "without a CA bundle: %s (the manager has not injected its certificate yet)" % ", ".join(no_ca)
+                                if no_ca else "%d configurations with CA bundles" % len(configs)))
+        if self.webhook_probe:
+            checks.append(self.probe_webhook())
+        return checks
+
+    def probe_webhook(self):
+        """A server-side dry-run create of a ClusterQueue: the API server calls Kueue's
+        mutating and validating webhooks, and nothing is stored."""
+        version = self.served_version()
+        body = {"apiVersion": "%s/%s" % (GROUP, version), "kind": "ClusterQueue",
+                "metadata": {"name": PROBE_NAME}, "spec": {"namespaceSelector": {}}}
+        try:
+            self.custom.create_cluster_custom_object(GROUP, version, "clusterqueues", body, dry_run="All")
+        except ApiException as exc:
+            if exc.status == 409:
+                return Check("webhook-roundtrip", True, "a ClusterQueue named %s already exists" % PROBE_NAME)
+            return Check("webhook-roundtrip", False, "dry-run create of a ClusterQueue failed: %s" % api_exception_message(exc))
+        return Check("webhook-roundtrip", True, "dry-run ClusterQueue admitted through Kueue's webhooks")
+
+    def served_version(self):
+        try:
+            group = k8s.ApisApi(self.api_client).get_api_versions()
+        except ApiException:
+            return "v1beta2"
+        for g in group.groups:
+            if g.name == GROUP:
+                versions = [v.version for v in g.versions]
+                return "v1beta2" if "v1beta2" in versions else g.preferred_version.version
+        return "v1beta2"
+
+    def check_helm_release(self):
+        """The release status from Helm's own storage (Secrets labelled owner=helm): no helm binary needed."""
+        try:
+            secrets = self.core.list_namespaced_secret(
+                self.ns, label_selector="owner=helm,name=%s" % self.release_name).items
+        except ApiException as exc:
+            return [Check("helm-release", False, "cannot read Helm's release records: %s" % api_exception_message(exc))]
+        if not secrets:
+            return [Check("helm-release", False, "no Helm release %r in namespace %s" % (self.release_name, self.ns))]
+        latest = max(secrets, key=lambda s: int(s.metadata.labels.get("version", "0")))
+        status = latest.metadata.labels.get("status")
+        details = {"revision": int(latest.metadata.labels.get("version", "0")), "status": status}
+        release = decode_helm_release(latest.data.get("release")) if latest.data else None
+        if release:
+            details["chart_version"] = release.get("chart", {}).get("metadata", {}).get("version")
+            details["app_version"] = release.get("chart", {}).get("metadata", {}).get("appVersion")
+        return [Check("helm-release", status == "deployed",
+                      "revision %s is %s" % (details["revision"], status), details)]
+
+    def effective_configuration(self):
+        """(feature gates from the Deployment args, frameworks from the manager ConfigMap, image)."""
+        dep = self.apps.read_namespaced_deployment("kueue-controller-manager", self.ns)
+        container = [c for c in dep.spec.template.spec.containers if c.name == "manager"] or dep.spec.template.spec.containers
+        args = container[0].args or []
+        cm_name = None
+        for vol in dep.spec.template.spec.volumes or []:
+            if vol.config_map is not None:
+                cm_name = vol.config_map.name
+        config_yaml = ""
+        if cm_name:
+            cm = self.core.read_namespaced_config_map(cm_name, self.ns)
+            config_yaml = (cm.data or {}).get("controller_manager_config.yaml", "")
+        return args, config_yaml, container[0].image
+
+    # ---------------------------------------------------------------- queues
+    def queue_status(self):
+        version = self.served_version()
+        out = {"cluster_queues": [], "local_queues": []}
+        try:
+            cqs = self.custom.list_cluster_custom_object(GROUP, version, "clusterqueues")["items"]
+            lqs = self.custom.list_custom_object_for_all_namespaces(GROUP, version, "localqueues")["items"] \
+                if hasattr(self.custom, "list_custom_object_for_all_namespaces") else \
+                self.custom.list_cluster_custom_object(GROUP, version, "localqueues")["items"]
+        except ApiException:
+            return out
+        for cq in cqs:
+            st = cq.get("status") or {}
+            active = condition_status(cq, "Active")
+            out["cluster_queues"].append({
+                "name": cq["metadata"]["name"],
+                "active": bool(active and active.get("status") == "True"),
+                "reason": (active or {}).get("reason"),
+                "pending": st.get("pendingWorkloads", 0),
+                "admitted": st.get("admittedWorkloads", 0),
+                "cohort": (cq.get("spec") or {}).get("cohortName") or (cq.get("spec") or {}).get("cohort"),
+            })
+        for lq in lqs:
+            st = lq.get("status") or {}
+            active = condition_status(lq, "Active")
+            out["local_queues"].append({
+                "name": lq["metadata"]["name"], "namespace": lq["metadata"]["namespace"],
+                "cluster_queue": (lq.get("spec") or {}).get("clusterQueue"),
+                "active": bool(active and active.get("status") == "True"),
+                "pending": st.get("pendingWorkloads", 0),
+                "admitted": st.get("admittedWorkloads", 0),
+            })
+        out["cluster_queues"].sort(key=lambda q: q["name"])
+        out["local_queues"].sort(key=lambda q: (q["namespace"], q["name"]))
+        return out
+
+    # ------------------------------------------------------------------ run
+    def run_checks(self, extra=None):
+        checks = []
+        for fn in (self.check_deployments, self.check_crds, self.check_webhooks):
+            try:
+                checks.extend(fn())
+            except ApiException as exc:
+                checks.append(Check(fn.__name__.replace("check_", ""), False, api_exception_message(exc)))
+        if self.install_method == "helm":
+            checks.extend(self.check_helm_release())
+        for fn in extra or []:
+            checks.extend(fn())
+        return checks
+
+    def wait(self, timeout, extra=None):
+        """Run the checks until all pass or `timeout` seconds pass; between runs, block on
+        a watch of the namespace's Deployments and the Kueue CRDs (whichever changes first)."""
+        deadline = time.time() + timeout
+        while True:
+            checks = self.run_checks(extra)
+            remaining = deadline - time.time()
+            if all(c.ok for c in checks) or remaining <= 0:
+                return checks
+            self._wait_for_change(min(remaining, 10))
+
+    def _wait_for_change(self, seconds):
+        """Block until a Deployment in the namespace changes (a watch from the current
+        resourceVersion, so its first event is a real change), or `seconds` pass."""
+        w = k8s_watch.Watch()
+        try:
+            rv = self.apps.list_namespaced_deployment(self.ns).metadata.resource_version
+            for _event in w.stream(self.apps.list_namespaced_deployment, self.ns, resource_version=rv,
+                                   timeout_seconds=max(1, int(seconds)), _request_timeout=seconds + 5):
+                break
+        except Exception:  # noqa: BLE001 - a broken watch just ends this wait; the checks run again
+            time.sleep(min(seconds, 1))
+        finally:
+            w.stop()
+
+
+def decode_helm_release(data):
+    """Helm 3/4 store a release as base64(gzip(json)) inside the Secret's (base64) data."""
+    if not data:
+        return None
+    try:
+        raw = base64.b64decode(base64.b64decode(data))
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        return json.loads(raw)
+    except (ValueError, OSError):
+        return None

@@ -1,0 +1,580 @@
+#!/usr/bin/python
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+module: kueue_helm
+short_description: Install, upgrade or uninstall Kueue with its upstream Helm chart
+version_added: 0.1.0
+description:
+  - Wraps the C(helm) binary (v3.13 or newer, or v4; the module detects which and adapts its flags) to install
+    the upstream Kueue chart, the "Open-source Kueue with Helm" path of the AKS documentation.
+  - Kueue-aware values. O(feature_gates) is rendered into C(controllerManager.featureGates) the way the chart
+    expects it; O(integrations) into the top-level C(managerConfig.controllerManagerConfigYaml), keeping the rest of
+    the chart's default Configuration and using the Configuration apiVersion of the chosen Kueue version. Gate and
+    framework names are checked against the chosen version before helm runs.
+  - Refuses values that the chart would silently ignore, such as C(managerConfig) nested under
+    C(controllerManager) (the shape of the AKS documentation's own example, which never enables its integrations),
+    and feature gates set both on the command line and inside the Configuration (the Kueue manager exits).
+  - Idempotent. An unchanged release (same chart version, same values, status C(deployed)) reports
+    C(changed=false) without running an upgrade. Check mode changes nothing and reports what would change;
+    diff mode shows the chart version and values before and after.
+  - Refuses to install when the AKS managed Kueue extension already runs on the cluster (it is a cluster
+    singleton), unless O(allow_managed_extension=true).
+  - B(State absent destroys every Kueue object in the cluster.) The chart ships Kueue's CRDs as templates, so
+    C(helm uninstall) deletes the CRDs and with them every ResourceFlavor, ClusterQueue, LocalQueue, Cohort,
+    WorkloadPriorityClass and Workload. Export them first (kueueops.aks.kueue_backup, or the
+    kueueops.aks.kueue role's C(uninstall_with_backup) entry point, which does it for you). The module
+    reports how many objects of each kind were deleted and warns.
+author:
+  - kueueops contributors
+options:
+  state:
+    description: V(present) installs or upgrades; V(absent) uninstalls.
+    type: str
+    choices: [present, absent]
+    default: present
+  release_name:
+    description: Helm release name.
+    type: str
+    default: kueue
+    aliases: [name]
+  release_namespace:
+    description: Namespace of the release (Kueue's namespace).
+    type: str
+    default: kueue-system
+    aliases: [namespace]
+  create_namespace:
+    description: Create O(release_namespace) if it does not exist.
+    type: bool
+    default: true
+  chart_ref:
+    description:
+      - The Kueue chart. An C(oci://) reference (the upstream registry, or a mirror such as an Azure Container
+        Registry), or a path to a chart folder or packaged C(.tgz) on the controller.
+    type: str
+    default: oci://registry.k8s.io/kueue/charts/kueue
+  chart_version:
+    description:
+      - Exact chart version (C(0.19.2) or C(v0.19.2)), or V(latest) for the highest semantic version tag in the
+        O(chart_ref) OCI repository (pre-releases excluded). Resolved by listing the repository's tags over the OCI
+        distribution API, so it works against mirrors and air-gapped registries; no GitHub API call.
+      - For a local chart path, the chart's own version is used and V(latest) means that version.
+    type: str
+    default: latest
+  plain_http:
+    description: Use plain HTTP to reach the OCI registry (local or air-gapped registries only).
+    type: bool
+    default: false
+  registry_username:
+    description: User name for a private OCI registry (for ACR, a token name or a service principal ID).
+    type: str
+  registry_password:
+    description:
+      - Password or token for a private OCI registry. Passed to C(helm registry login) on standard input, kept in a
+        private registry config removed after the run, and never logged.
+    type: str
+  feature_gates:
+    description:
+      - Kueue feature gates, gate name to enabled (for example C({TopologyAwareScheduling: true})).
+      - Validated against the gates of the chosen Kueue version; an unknown name fails with the list of valid ones.
+    type: dict
+  integrations:
+    description:
+      - Integration frameworks to enable (for example C(batch/job), C(ray.io/rayjob)). Replaces the chart default
+        list. Omit to keep the chart's list.
+    type: list
+    elements: str
+  values:
+    description: Other chart values, deep-merged under what the module renders from O(feature_gates) and O(integrations).
+    type: dict
+    default: {}
+    aliases: [release_values]
+  values_files:
+    description: Values files on the controller, applied before O(values) and the rendered values.
+    type: list
+    elements: path
+    default: []
+  binary_path:
+    description: The helm binary, a name on C(PATH) or a path.
+    type: path
+    default: helm
+  wait:
+    description: Wait until the release's resources are ready (and, for V(absent), deleted).
+    type: bool
+    default: true
+  timeout:
+    description: Seconds helm waits, and the namespace deletion waits.
+    type: int
+    default: 300
+  atomic:
+    description: Roll back a failed install or upgrade (helm v3 C(--atomic), helm v4 C(--rollback-on-failure)).
+    type: bool
+    default: false
+  allow_managed_extension:
+    description:
+      - Proceed although the AKS managed Kueue extension (its C(kueue-extension) Deployment) runs on the cluster.
+        The extension rejects an unmanaged Kueue; migrate instead (back up, remove the extension, install with
+        Helm, restore).
+    type: bool
+    default: false
+  delete_namespace:
+    description: With O(state=absent), also delete O(release_namespace) and wait until it is gone.
+    type: bool
+    default: false
+extends_documentation_fragment:
+  - kueueops.aks.kube_auth
+notes:
+  - Helm reads cluster credentials from the environment (C(KUBECONFIG), C(HELM_KUBETOKEN), ...), never from the
+    command line. A kubeconfig given as a dictionary is written to a 0600 file in a private folder for the run.
+  - O(client_cert) and O(client_key) have no helm equivalent; give them inside a kubeconfig.
+requirements:
+  - helm >= 3.13 (v3) or v4
+  - kubernetes >= 29.0.0
+  - PyYAML
+seealso:
+  - module: kueueops.aks.kueue_verify
+"""
+
+EXAMPLES = r"""
+- name: Install the latest Kueue with the AKS documentation's gates and frameworks
+  kueueops.aks.kueue_helm:
+    chart_version: latest
+    feature_gates:
+      TopologyAwareScheduling: true
+      LocalQueueMetrics: true
+    integrations:
+      - batch/job
+      - kubeflow.org/mpijob
+      - ray.io/rayjob
+      - ray.io/raycluster
+      - jobset.x-k8s.io/jobset
+      - kubeflow.org/pytorchjob
+
+- name: Install a pinned version from an Azure Container Registry mirror
+  kueueops.aks.kueue_helm:
+    chart_ref: oci://myregistry.azurecr.io/kueue/charts/kueue
+    chart_version: 0.19.2
+    registry_username: "{{ acr_token_name }}"
+    registry_password: "{{ acr_token }}"
+
+- name: Uninstall (destroys every Kueue object; back up first)
+  kueueops.aks.kueue_helm:
+    state: absent
+    delete_namespace: true
+"""
+
+RETURN = r"""
+chart_version:
+  description: The chart version installed (or that would be), after resolving V(latest).
+  returned: always
+  type: str
+  sample: 0.19.2
+release:
+  description: The release after the run, as C(helm list) reports it.
+  returned: when the release exists after the run
+  type: dict
+  sample: {name: kueue, namespace: kueue-system, revision: "2", status: deployed, chart: kueue-0.19.2, app_version: v0.19.2}
+values:
+  description: The user-supplied values the release has (or would have), including the rendered gates and Configuration.
+  returned: when O(state=present)
+  type: dict
+helm_version:
+  description: Version of the helm binary used.
+  returned: always
+  type: str
+  sample: v3.19.5
+server_version:
+  description: Kubernetes API server version.
+  returned: always
+  type: str
+  sample: v1.34.5
+deleted_objects:
+  description: Kueue objects that existed before the uninstall, per kind (they are deleted with the CRDs).
+  returned: when O(state=absent) and the release existed
+  type: dict
+  sample: {clusterqueues: 2, localqueues: 7, resourceflavors: 3}
+"""
+
+import copy
+import json
+import os
+import shutil
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import (
+    HelmRunner,
+    helm_kube_env,
+    split_oci_ref,
+)
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import (
+    HAS_YAML,
+    chart_default_config_yaml,
+    deep_merge,
+    detect_misnested_values,
+    render_values,
+)
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
+    KUBE_AUTH_ARGSPEC,
+    check_connection,
+    describe_kube_error,
+    get_api_client,
+)
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import (
+    catalog_for,
+    validate_feature_gates,
+    validate_integrations,
+    version_warning,
+)
+
+try:
+    import yaml
+    from kubernetes import client as k8s
+    from kubernetes.client.exceptions import ApiException
+except ImportError:  # guarded by get_api_client / HAS_YAML
+    yaml = None
+    k8s = None
+    ApiException = Exception
+
+GROUP = "kueue.x-k8s.io"
+CONFIG_KINDS = ("resourceflavors", "cohorts", "clusterqueues", "localqueues", "workloadpriorityclasses",
+                "admissionchecks", "topologies", "provisioningrequestconfigs", "multikueueconfigs",
+                "multikueueclusters", "workloads")
+
+
+def _normalize(values):
+    return json.loads(json.dumps(values or {}, sort_keys=True))
+
+
+def _load_values_files(paths):
+    merged = {}
+    for path in paths:
+        if not os.path.isfile(path):
+            raise KueueOpsError("values file %s does not exist" % path, field="values_files",
+                                fix="give a path on the controller")
+        try:
+            with open(path) as handle:
+                data = yaml.safe_load(handle) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise KueueOpsError("cannot read values file %s: %s" % (path, exc), field="values_files")
+        if not isinstance(data, dict):
+            raise KueueOpsError("values file %s is not a mapping" % path, field="values_files")
+        merged = deep_merge(merged, data)
+    return merged
+
+
+class KueueHelm:
+    def __init__(self, module):
+        self.module = module
+        self.p = module.params
+        self.warnings = []
+
+    # ------------------------------------------------------------ helpers
+    def fail(self, err, **extra):
+        if isinstance(err, KueueOpsError):
+            self.module.fail_json(msg=err.message(), **extra)
+        self.module.fail_json(msg=str(err), **extra)
+
+    def kube_env(self, private_dir):
+        p = self.p
+        kubeconfig = p.get("kubeconfig")
+        if isinstance(kubeconfig, dict):
+            path = os.path.join(private_dir, "kubeconfig")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                json.dump(kubeconfig, handle)
+            kubeconfig = path
+        if p.get("client_cert") or p.get("client_key"):
+            raise KueueOpsError("helm cannot take a client certificate outside a kubeconfig", field="client_cert",
+                                fix="put client-certificate and client-key in a kubeconfig and pass kubeconfig")
+        return helm_kube_env(kubeconfig=kubeconfig, context=p.get("context"), host=p.get("host"),
+                             api_key=p.get("api_key"), ca_cert=p.get("ca_cert"),
+                             validate_certs=p.get("validate_certs"), impersonate_user=p.get("impersonate_user"),
+                             impersonate_groups=p.get("impersonate_groups"))
+
+    def find_helm(self):
+        binary = self.p["binary_path"]
+        if os.sep in binary:
+            if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+                raise HelmRunner.not_found(binary)
+            return binary
+        found = shutil.which(binary)
+        if not found:
+            raise HelmRunner.not_found("PATH=%s" % os.environ.get("PATH", ""))
+        return found
+
+    def managed_extension(self):
+        apps = k8s.AppsV1Api(self.api)
+        found = apps.list_deployment_for_all_namespaces(field_selector="metadata.name=kueue-extension").items
+        return ["%s/%s" % (d.metadata.namespace, d.metadata.name) for d in found]
+
+    def release(self, runner):
+        return runner.list_release(self.p["release_name"], self.p["release_namespace"])
+
+    def resolve_version(self, runner):
+        ref, wanted = self.p["chart_ref"], (self.p["chart_version"] or "latest").strip()
+        if ref.startswith("oci://"):
+            if wanted == "latest":
+                try:
+                    return runner.resolve_latest(ref, plain_http=self.p["plain_http"],
+                                                 username=self.p.get("registry_username"),
+                                                 password=self.p.get("registry_password"))
+                except KueueOpsError:
+                    raise
+                except Exception as exc:  # pylint: disable=broad-except
+                    raise KueueOpsError("cannot list the tags of %s: %s" % (ref, runner.scrub(exc)),
+                                        field="chart_ref", fix="check the reference, plain_http and credentials")
+            return self.check_semver(wanted)
+        if not os.path.exists(ref):
+            raise KueueOpsError("%s is neither an oci:// reference nor an existing chart path" % ref,
+                                field="chart_ref", fix="give oci://REGISTRY/REPO/kueue or a chart folder/.tgz")
+        chart = runner.show_chart(ref)
+        version = str(chart.get("version", ""))
+        if wanted not in ("latest", version, "v" + version):
+            raise KueueOpsError("the chart at %s is version %s, not %s" % (ref, version, wanted),
+                                field="chart_version", fix="use latest or %s with this chart path" % version)
+        return version
+
+    @staticmethod
+    def check_semver(version):
+        text = version[1:] if version.startswith("v") else version
+        parts = text.split("-", 1)[0].split(".")
+        if len(parts) != 3 or not all(part.isdigit() for part in parts):
+            raise KueueOpsError("%r is not a chart version" % version, field="chart_version",
+                                fix="give an exact version such as 0.19.2, or latest")
+        return text
+
+    def count_kueue_objects(self):
+        custom = k8s.CustomObjectsApi(self.api)
+        counts = {}
+        try:
+            groups = k8s.ApisApi(self.api).get_api_versions().groups
+        except ApiException:
+            return counts
+        versions = [g.preferred_version.version for g in groups if g.name == GROUP]
+        if not versions:
+            return counts
+        for plural in CONFIG_KINDS:
+            try:
+                items = custom.list_cluster_custom_object(GROUP, versions[0], plural)["items"]
+            except ApiException:
+                continue
+            if items:
+                counts[plural] = len(items)
+        return counts
+
+    # ---------------------------------------------------------------- run
+    def run(self):
+        p = self.p
+        if not HAS_YAML:
+            self.module.fail_json(msg="PyYAML is required: pip install PyYAML")
+        if p["timeout"] <= 0:
+            raise KueueOpsError("must be a positive number of seconds", field="timeout", fix="e.g. timeout: 300")
+        # Input problems first, before anything is contacted.
+        problems = detect_misnested_values(p["values"] or {})
+        file_values = _load_values_files(p["values_files"]) if p["state"] == "present" else {}
+        problems += ["(in values_files) " + msg for msg in detect_misnested_values(file_values)]
+        if problems:
+            raise KueueOpsError(" ".join(problems), field="values",
+                                fix="put the Configuration under the top-level managerConfig.controllerManagerConfigYaml "
+                                    "string, or use the module's integrations and feature_gates options")
+        if p.get("registry_password") and not p.get("registry_username"):
+            raise KueueOpsError("registry_password is set without registry_username", field="registry_username",
+                                fix="give both, or neither for an anonymous registry")
+
+        self.api = get_api_client(self.module)
+        try:
+            self.server_version = check_connection(self.api)
+        except KueueOpsError as exc:
+            self.fail(exc)
+        binary = self.find_helm()
+        run_command = self.module.run_command
+        with HelmRunner(run_command, binary) as runner:
+            env = self.kube_env(runner.private_dir())
+            runner.env.update(env)
+            if env.get("HELM_KUBETOKEN"):
+                runner.add_secret(env["HELM_KUBETOKEN"])
+            if p.get("registry_password"):
+                runner.add_secret(p["registry_password"])
+            for value in runner.no_log_values:
+                self.module.no_log_values.add(value)
+            self.warnings.extend(runner.warnings)
+            result = dict(helm_version=runner.version_string, server_version=self.server_version)
+            if p["state"] == "absent":
+                return self.absent(runner, result)
+            return self.present(runner, result, file_values)
+
+    def present(self, runner, result, file_values):
+        p = self.p
+        try:
+            extension = self.managed_extension()
+        except ApiException as exc:
+            raise describe_kube_error(exc)
+        if extension and not p["allow_managed_extension"]:
+            raise KueueOpsError(
+                "the AKS managed Kueue extension runs on this cluster (%s); it is a cluster singleton and rejects an "
+                "unmanaged Kueue" % ", ".join(extension), field="allow_managed_extension",
+                fix="keep the extension, or migrate: back up with kueueops.aks.kueue_backup, remove the extension "
+                    "(kueueops.aks.kueue_extension state=absent), install with this module, restore with "
+                    "kueueops.aks.kueue_queues; set allow_managed_extension=true only to override this check")
+        if p.get("registry_username") and p["chart_ref"].startswith("oci://"):
+            host = split_oci_ref(p["chart_ref"])[0]
+            runner.registry_login(host, p["registry_username"], p["registry_password"] or "",
+                                  plain_http=p["plain_http"])
+        version = self.resolve_version(runner)
+        result["chart_version"] = version
+        warning = version_warning(version)
+        if warning:
+            self.warnings.append(warning)
+        problems = []
+        if p.get("feature_gates"):
+            problems += validate_feature_gates(version, p["feature_gates"])
+        if p.get("integrations") is not None:
+            problems += validate_integrations(version, p["integrations"])
+        if problems and catalog_for(version) is not None:
+            raise KueueOpsError(" ".join(problems), field="feature_gates" if p.get("feature_gates") and any(
+                "gate" in x for x in problems) else "integrations",
+                fix="use names that Kueue %s knows" % version)
+
+        default_cfg = None
+        if p.get("integrations") is not None:
+            default_cfg = chart_default_config_yaml(runner.show_values(
+                p["chart_ref"], version if p["chart_ref"].startswith("oci://") else None, plain_http=p["plain_http"]))
+        user_values = deep_merge(file_values, p["values"] or {})
+        values = render_values(version, p.get("feature_gates"), p.get("integrations"), user_values, default_cfg)
+        # What helm records as the release's user-supplied values: the files, then our rendered file.
+        desired = _normalize(values)
+        result["values"] = desired
+
+        current = self.release(runner)
+        before_values = _normalize(runner.get_values(p["release_name"], p["release_namespace"])) if current else None
+        before = {"chart_version": current["chart"].rsplit("-", 1)[-1], "status": current["status"],
+                  "values": before_values} if current else {}
+        after = {"chart_version": version, "status": "deployed", "values": desired}
+        changed = before != after
+        if self.module._diff:
+            result["diff"] = dict(before=before, after=after)
+        if not changed:
+            result["release"] = current
+            return dict(result, changed=False)
+        if self.module.check_mode:
+            return dict(result, changed=True)
+        kwargs = dict(version=version if p["chart_ref"].startswith("oci://") else None,
+                      create_namespace=p["create_namespace"], wait=p["wait"], timeout=p["timeout"],
+                      atomic=p["atomic"], plain_http=p["plain_http"])
+        try:
+            runner.upgrade_install(p["release_name"], p["release_namespace"], p["chart_ref"], values,
+                                   values_files=None, **kwargs)
+        except KueueOpsError as exc:
+            status = None
+            try:
+                status = self.release(runner)
+            except KueueOpsError:
+                pass
+            self.fail(exc, release=status, chart_version=version, changed=status is not None and status != current)
+        result["release"] = self.release(runner)
+        return dict(result, changed=True)
+
+    def absent(self, runner, result):
+        p = self.p
+        current = self.release(runner)
+        result["chart_version"] = current["chart"].rsplit("-", 1)[-1] if current else None
+        changed = False
+        ns_exists = self.namespace_exists() if p["delete_namespace"] else False
+        if current:
+            counts = self.count_kueue_objects()
+            result["deleted_objects"] = counts
+            if self.module._diff:
+                result["diff"] = dict(before={"release": current, "kueue_objects": counts}, after={})
+            changed = True
+            if not self.module.check_mode:
+                runner.uninstall(p["release_name"], p["release_namespace"], wait=p["wait"], timeout=p["timeout"])
+                if counts:
+                    self.warnings.append("helm uninstall deleted Kueue's CRDs and with them %s" % ", ".join(
+                        "%d %s" % (n, k) for k, n in sorted(counts.items())))
+        if ns_exists:
+            changed = True
+            if not self.module.check_mode:
+                self.delete_namespace()
+        return dict(result, changed=changed)
+
+    def namespace_exists(self):
+        try:
+            k8s.CoreV1Api(self.api).read_namespace(self.p["release_namespace"])
+            return True
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise describe_kube_error(exc)
+
+    def delete_namespace(self):
+        core = k8s.CoreV1Api(self.api)
+        ns = self.p["release_namespace"]
+        try:
+            core.delete_namespace(ns)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise describe_kube_error(exc)
+        if not self.p["wait"]:
+            return
+        deadline = time.time() + self.p["timeout"]
+        while time.time() < deadline:
+            if not self.namespace_exists():
+                return
+            # A watch on this one namespace returns as soon as it changes or is deleted.
+            from kubernetes import watch
+            w = watch.Watch()
+            try:
+                for _event in w.stream(core.list_namespace, field_selector="metadata.name=%s" % ns,
+                                       timeout_seconds=max(1, min(10, int(deadline - time.time())))):
+                    if _event["type"] == "DELETED":
+                        break
+            finally:
+                w.stop()
+        ns_obj = core.read_namespace(ns)
+        conditions = [c.message for c in ns_obj.status.conditions or [] if c.status == "True"]
+        raise KueueOpsError("namespace %s still terminating after %ss: %s" % (ns, self.p["timeout"], "; ".join(
+            conditions) or ns_obj.status.phase), field="timeout", fix="raise timeout, or look at what holds it")
+
+
+def main():
+    argument_spec = dict(
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+        release_name=dict(type="str", default="kueue", aliases=["name"]),
+        release_namespace=dict(type="str", default="kueue-system", aliases=["namespace"]),
+        create_namespace=dict(type="bool", default=True),
+        chart_ref=dict(type="str", default="oci://registry.k8s.io/kueue/charts/kueue"),
+        chart_version=dict(type="str", default="latest"),
+        plain_http=dict(type="bool", default=False),
+        registry_username=dict(type="str"),
+        registry_password=dict(type="str", no_log=True),
+        feature_gates=dict(type="dict"),
+        integrations=dict(type="list", elements="str"),
+        values=dict(type="dict", default={}, aliases=["release_values"]),
+        values_files=dict(type="list", elements="path", default=[]),
+        binary_path=dict(type="path", default="helm"),
+        wait=dict(type="bool", default=True),
+        timeout=dict(type="int", default=300),
+        atomic=dict(type="bool", default=False),
+        allow_managed_extension=dict(type="bool", default=False),
+        delete_namespace=dict(type="bool", default=False),
+    )
+    argument_spec.update(copy.deepcopy(KUBE_AUTH_ARGSPEC))
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    runner = KueueHelm(module)
+    try:
+        result = runner.run()
+    except KueueOpsError as exc:
+        module.fail_json(msg=exc.message(), warnings=runner.warnings)
+    except ApiException as exc:
+        module.fail_json(msg=describe_kube_error(exc).message())
+    for warning in runner.warnings:
+        module.warn(warning)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+#!/usr/bin/python
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+module: kueue_verify
+short_description: Verify that Kueue is installed and working, and report its queues
+version_added: 0.1.0
+description:
+  - Checks a Kueue installation the way the AKS documentation's "Confirm deployment status" steps do,
+    but reliably and in more depth, and returns a structured report.
+  - The Kueue Deployments are ready (C(kueue-controller-manager); for the AKS managed extension also
+    C(kueue-extension)).
+  - The expected Kueue CRDs exist and are C(Established).
+  - The webhook configurations pointing at the Kueue namespace carry a CA bundle, and the webhook answers:
+    a server-side dry-run create of a ClusterQueue goes through Kueue's mutating and validating webhooks
+    without storing anything.
+  - For a Helm install, the release's latest revision is C(deployed) (read from Helm's own release records,
+    so no helm binary is needed).
+  - Optionally, the feature gates and integrations in effect (read back from the Deployment's arguments and
+    the manager's ConfigMap) equal what was asked.
+  - Waits with watches, not fixed sleeps, until every check passes or O(timeout) expires.
+  - Never changes anything; always reports C(changed=false).
+author:
+  - kueueops contributors
+options:
+  namespace:
+    description: Namespace Kueue runs in.
+    type: str
+    default: kueue-system
+  install_method:
+    description:
+      - How Kueue was installed. C(extension) also expects the C(kueue-extension) Deployment of the AKS managed
+        extension and skips the Helm release check. C(auto) detects it from the C(kueue-extension) Deployment.
+    type: str
+    choices: [auto, helm, extension]
+    default: auto
+  release_name:
+    description: Helm release name (Helm installs only).
+    type: str
+    default: kueue
+  expected_crds:
+    description:
+      - Plural names of the C(kueue.x-k8s.io) CRDs that must be present and established.
+      - The default is the set that Kueue 0.13 through 0.19 install.
+    type: list
+    elements: str
+    default: [admissionchecks, clusterqueues, cohorts, localqueues, multikueueclusters, multikueueconfigs,
+              provisioningrequestconfigs, resourceflavors, topologies, workloadpriorityclasses, workloads]
+  webhook_probe:
+    description: Prove the webhook round trip with a server-side dry-run create of a ClusterQueue.
+    type: bool
+    default: true
+  feature_gates:
+    description:
+      - Expected feature gates, as a mapping of gate name to enabled. Each must be set to that value on the
+        manager's command line. Gates not listed are not checked.
+    type: dict
+  integrations:
+    description:
+      - Expected integration frameworks (for example C(batch/job)); each must be in the manager configuration's
+        C(integrations.frameworks).
+    type: list
+    elements: str
+  queues:
+    description: Include a short status of every ClusterQueue and LocalQueue in the report.
+    type: bool
+    default: true
+  wait:
+    description: Wait until every check passes (up to O(timeout)) before reporting.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait when O(wait=true).
+    type: int
+    default: 300
+  fail_on_error:
+    description:
+      - Fail the task when a check fails. With V(false), the report is returned with C(ok=false) instead, for
+        status dashboards.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - kueueops.aks.kube_auth
+notes:
+  - Read-only; supports check mode.
+requirements:
+  - kubernetes >= 29.0.0
+"""
+
+EXAMPLES = r"""
+- name: Verify Kueue installed with Helm and the gates we asked for
+  kueueops.aks.kueue_verify:
+    kubeconfig: "{{ kubeconfig_path }}"
+    install_method: helm
+    feature_gates:
+      TopologyAwareScheduling: true
+      LocalQueueMetrics: true
+    integrations: [batch/job, ray.io/rayjob]
+    timeout: 300
+
+- name: Status report that never fails the play
+  kueueops.aks.kueue_verify:
+    wait: false
+    fail_on_error: false
+  register: kueue_status
+"""
+
+RETURN = r"""
+ok:
+  description: Whether every check passed.
+  returned: always
+  type: bool
+checks:
+  description: Every check with its result and the reason.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {name: deployment/kueue-controller-manager, ok: true, reason: "1/1 ready, 1 available"}
+    - {name: webhook-roundtrip, ok: false, reason: "dry-run create of a ClusterQueue failed: ..."}
+failed_checks:
+  description: Names of the checks that failed.
+  returned: always
+  type: list
+  elements: str
+install_method:
+  description: The install method checked (after C(auto) detection).
+  returned: always
+  type: str
+version:
+  description: Kueue version, from the manager image tag.
+  returned: when the controller Deployment exists
+  type: str
+  sample: v0.19.2
+feature_gates:
+  description: Feature gates set on the manager's command line (gate name to enabled).
+  returned: when the controller Deployment exists
+  type: dict
+integrations:
+  description: Integration frameworks enabled in the manager configuration.
+  returned: when the controller Deployment exists
+  type: list
+  elements: str
+queues:
+  description: ClusterQueues and LocalQueues with active state and pending/admitted workload counts.
+  returned: when O(queues=true)
+  type: dict
+  sample:
+    cluster_queues: [{name: team-a, active: true, pending: 0, admitted: 2, cohort: research}]
+    local_queues: [{name: user-queue, namespace: team-a, cluster_queue: team-a, active: true, pending: 0, admitted: 2}]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import effective_from_deployment
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
+    KUBE_AUTH_ARGSPEC,
+    describe_kube_error,
+    get_api_client,
+)
+from ansible_collections.kueueops.aks.plugins.module_utils.verify import DEFAULT_CRDS, Check, Verifier
+
+
+def expectation_checks(verifier, params, report):
+    """Checks that the effective gates and integrations are what was asked."""
+    def run():
+        try:
+            args, config_yaml, image = verifier.effective_configuration()
+        except Exception as exc:  # pylint: disable=broad-except
+            return [Check("effective-configuration", False, "cannot read the manager configuration: %s" % exc)]
+        gates, frameworks = effective_from_deployment(args, config_yaml)
+        report["version"] = image.rsplit(":", 1)[-1] if ":" in image else image
+        report["feature_gates"] = gates
+        report["integrations"] = frameworks
+        out = []
+        want_gates = params.get("feature_gates")
+        if want_gates is not None:
+            wrong = ["%s (want %s, effective %s)" % (name, bool(value), gates.get(name, "default"))
+                     for name, value in sorted(want_gates.items()) if gates.get(name) != bool(value)]
+            out.append(Check("feature-gates", not wrong, "differ: " + "; ".join(wrong) if wrong
+                             else "all %d expected gates in effect" % len(want_gates)))
+        want_frameworks = params.get("integrations")
+        if want_frameworks is not None:
+            missing = sorted(set(want_frameworks) - set(frameworks))
+            out.append(Check("integrations", not missing, "not enabled: " + ", ".join(missing) if missing
+                             else "all %d expected integrations enabled" % len(want_frameworks)))
+        return out
+    return run
+
+
+def main():
+    argument_spec = dict(
+        namespace=dict(type="str", default="kueue-system"),
+        install_method=dict(type="str", default="auto", choices=["auto", "helm", "extension"]),
+        release_name=dict(type="str", default="kueue"),
+        expected_crds=dict(type="list", elements="str", default=list(DEFAULT_CRDS)),
+        webhook_probe=dict(type="bool", default=True),
+        feature_gates=dict(type="dict"),
+        integrations=dict(type="list", elements="str"),
+        queues=dict(type="bool", default=True),
+        wait=dict(type="bool", default=True),
+        timeout=dict(type="int", default=300),
+        fail_on_error=dict(type="bool", default=True),
+    )
+    argument_spec.update(KUBE_AUTH_ARGSPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    if params["timeout"] < 0:
+        module.fail_json(msg=KueueOpsError("must be zero or more seconds", field="timeout",
+                                           fix="give a non-negative number of seconds").message())
+    for name, value in (params.get("feature_gates") or {}).items():
+        if not isinstance(value, bool) and str(value).lower() not in ("true", "false"):
+            module.fail_json(msg=KueueOpsError("gate %s has value %r" % (name, value), field="feature_gates",
+                                               fix="map each gate name to true or false").message())
+    if params.get("feature_gates"):
+        params["feature_gates"] = {k: v if isinstance(v, bool) else str(v).lower() == "true"
+                                   for k, v in params["feature_gates"].items()}
+
+    api_client = get_api_client(module)
+    report = {}
+    try:
+        verifier = Verifier(api_client, namespace=params["namespace"], install_method="helm",
+                            release_name=params["release_name"], expected_crds=params["expected_crds"],
+                            webhook_probe=params["webhook_probe"])
+        method = params["install_method"]
+        if method == "auto":
+            method = verifier.detect_method()
+        verifier.install_method = method
+        extra = [expectation_checks(verifier, params, report)]
+        if params["wait"]:
+            checks = verifier.wait(params["timeout"], extra=extra)
+        else:
+            checks = verifier.run_checks(extra=extra)
+        if params["queues"]:
+            report["queues"] = verifier.queue_status()
+    except Exception as exc:  # pylint: disable=broad-except
+        module.fail_json(msg=describe_kube_error(exc, host=api_client.configuration.host).message())
+
+    failed = [c.name for c in checks if not c.ok]
+    result = dict(changed=False, ok=not failed, checks=[c.as_dict() for c in checks], failed_checks=failed,
+                  install_method=method, **report)
+    if failed and params["fail_on_error"]:
+        reasons = "; ".join("%s: %s" % (c.name, c.reason) for c in checks if not c.ok)
+        hint = (" Look at: kubectl -n %s get deploy,pods; kubectl -n %s logs deploy/kueue-controller-manager; "
+                "kubectl get crd | grep kueue" % (params["namespace"], params["namespace"]))
+        module.fail_json(msg="Kueue verification failed (%d of %d checks): %s.%s" % (
+            len(failed), len(checks), reasons, hint), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

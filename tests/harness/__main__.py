@@ -1,0 +1,52 @@
+"""python -m tests.harness up|down|env|status|hold|release"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+
+from .cluster import Cluster, HarnessError
+
+
+def main(argv: list[str]) -> int:
+    cmd = argv[0] if argv else "status"
+    cluster = Cluster()
+    try:
+        if cmd == "up":
+            cluster.up()
+        elif cmd == "down":
+            cluster.down()
+        elif cmd == "env":
+            if not cluster.state.get("processes"):
+                print("no cluster in %s: run `make cluster-up`" % cluster.folder, file=sys.stderr)
+                return 1
+            for key, value in cluster.env().items():
+                if key == "PATH":
+                    value = value.rsplit(":", 1)[0]
+                    print('export PATH=%s:"$PATH"' % shlex.quote(value))
+                else:
+                    print("export %s=%s" % (key, shlex.quote(value)))
+        elif cmd == "status":
+            print(json.dumps({"running": cluster.running(), "folder": cluster.folder,
+                              "server": cluster.server if cluster.state.get("ports") else None,
+                              "processes": cluster.state.get("processes", {})}, indent=2))
+        elif cmd in ("hold", "release"):
+            # hold: the node agent stops restarting the Kueue manager (and the test kills it);
+            # release: it starts it again.
+            flag = os.path.join(cluster.folder, "agent", "hold")
+            if cmd == "hold":
+                open(flag, "w").close()
+            elif os.path.exists(flag):
+                os.unlink(flag)
+        else:
+            print("usage: python -m tests.harness up|down|env|status|hold|release", file=sys.stderr)
+            return 2
+    except HarnessError as err:
+        print("error: %s" % err, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

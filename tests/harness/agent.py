@@ -1,0 +1,437 @@
+"""The node agent: plays the kubelet for the Kueue manager, and only for it.
+
+It registers one Node, binds the Kueue controller-manager Pods that the
+Deployment's ReplicaSet creates, and runs the real Kueue manager binary of the
+Pod's image version as a local process, configured from the chart's own
+ConfigMap and args. The Pod's Ready condition follows the process's /readyz, so
+the Deployment's readiness as the API server reports it is the real process's.
+
+Fix-ups that a kubelet + CNI would make unnecessary, re-applied on every pass
+(so a Helm upgrade that reverts them is corrected within a second):
+- the webhook server binds the webhook Service's ClusterIP:port, which the
+  harness allocates from a range inside 127.0.0.0/8;
+- the certificate that Kueue's internal cert management writes into its Secret
+  is copied into the manager's cert dir (what a kubelet's secret volume does);
+- the visibility APIServices are deleted and the manager runs with
+  VisibilityOnDemand=false: nothing serves them here.
+
+Run: python -m tests.harness.agent RUN_DIR   (started and stopped by cluster.py)
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shlex
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import yaml
+
+from . import pki
+
+NODE = "kueueops-local"
+VISIBILITY_GROUP_SUFFIX = "visibility.kueue.x-k8s.io"
+BACKOFF = (2, 5, 10, 20, 40)
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def log(msg: str) -> None:
+    print("[agent %s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Api:
+    def __init__(self, server: str, ca: str, cert: str, key: str):
+        self.server = server
+        self.ctx = ssl.create_default_context(cafile=ca)
+        self.ctx.load_cert_chain(cert, key)
+
+    def call(self, method: str, path: str, body=None, content_type="application/json"):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(req, context=self.ctx, timeout=10) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as err:
+            if err.code == 404:
+                return None
+            raise
+        return json.loads(raw) if raw else {}
+
+    def get(self, path):
+        return self.call("GET", path)
+
+    def merge(self, path, body):
+        return self.call("PATCH", path, body, "application/merge-patch+json")
+
+
+class Manager:
+    """One Kueue manager process standing in for one Pod."""
+
+    def __init__(self, agent: "Agent", pod: dict):
+        self.agent = agent
+        self.ns = pod["metadata"]["namespace"]
+        self.name = pod["metadata"]["name"]
+        self.uid = pod["metadata"]["uid"]
+        self.dir = os.path.join(agent.folder, "agent", self.uid)
+        os.makedirs(os.path.join(self.dir, "certs"), mode=0o700, exist_ok=True)
+        self.proc = None
+        self.restarts = 0
+        self.next_start = 0.0
+        self.started_at = None
+        self.last_exit = None
+        self.waiting = ("ContainerCreating", "")
+        self.health_port = None
+        self.last_status = None
+        self.binary = None
+        self.argv = None
+
+    # The container the chart defines: /manager with --config=...
+    @staticmethod
+    def container(pod: dict) -> dict | None:
+        for c in pod["spec"].get("containers", []):
+            if c.get("command") == ["/manager"] and "/kueue" in c.get("image", ""):
+                return c
+        return None
+
+    def prepare(self, pod: dict) -> bool:
+        """Build argv and config. False (with self.waiting set) if not possible yet."""
+        c = self.container(pod)
+        tag = c["image"].rsplit(":", 1)[-1]
+        binary = self.agent.kueue_bins.get(tag)
+        if not binary:
+            self.waiting = ("ErrImagePull", "no local Kueue manager for image %s (have %s)" % (
+                c["image"], ", ".join(sorted(self.agent.kueue_bins))))
+            return False
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
+        config_text = None
+        cert_secret = None
+        for m in c.get("volumeMounts", []):
+            vol = volumes.get(m["name"], {})
+            if m["mountPath"] == "/controller_manager_config.yaml" and "configMap" in vol:
+                cm = self.agent.api.get("/api/v1/namespaces/%s/configmaps/%s" % (self.ns, vol["configMap"]["name"]))
+                if not cm:
+                    self.waiting = ("ContainerCreating", "configmap %s not found" % vol["configMap"]["name"])
+                    return False
+                config_text = cm.get("data", {}).get(m.get("subPath") or "controller_manager_config.yaml")
+            if m["mountPath"] == "/tmp/k8s-webhook-server/serving-certs" and "secret" in vol:
+                cert_secret = vol["secret"]["secretName"]
+        if config_text is None:
+            self.waiting = ("CreateContainerConfigError", "no manager config mounted")
+            return False
+        self.cert_secret = cert_secret
+        config = yaml.safe_load(config_text) or {}
+        webhook_port = int((config.get("webhook") or {}).get("port") or 9443)
+        svc_ip, svc_port = self.webhook_service(pod, webhook_port, config)
+        if not svc_ip:
+            self.waiting = ("ContainerCreating", "webhook service not found")
+            return False
+        self.health_port = free_port()
+        config.setdefault("health", {})["healthProbeBindAddress"] = "127.0.0.1:%d" % self.health_port
+        config.setdefault("metrics", {})["bindAddress"] = "127.0.0.1:%d" % free_port()
+        config["webhook"] = dict(config.get("webhook") or {}, host=svc_ip, port=svc_port,
+                                 certDir=os.path.join(self.dir, "certs"))
+        config.pop("pprofBindAddress", None)
+        config["namespace"] = self.ns
+        args = []
+        gates_on_cli = False
+        for arg in c.get("args", []):
+            if arg.startswith("--config="):
+                continue
+            if arg.startswith("--feature-gates="):
+                gates_on_cli = True
+                arg += ",VisibilityOnDemand=false"
+            args.append(arg)
+        if isinstance(config.get("featureGates"), dict):
+            config["featureGates"]["VisibilityOnDemand"] = False
+        elif not gates_on_cli:
+            args.append("--feature-gates=VisibilityOnDemand=false")
+        path = os.path.join(self.dir, "config.yaml")
+        with open(path, "w") as handle:
+            yaml.safe_dump(config, handle)
+        self.kubeconfig = self.agent.service_account_kubeconfig(self.ns, pod["spec"].get("serviceAccountName", "default"), self.dir)
+        self.binary = binary
+        self.argv = [binary, "--config=" + path] + args
+        self.env = {e["name"]: e["value"] for e in c.get("env", []) if "value" in e}
+        self.image = c["image"]
+        self.container_name = c["name"]
+        return True
+
+    def webhook_service(self, pod: dict, target_port: int, config: dict):
+        wanted = ((config.get("internalCertManagement") or {}).get("webhookServiceName"))
+        svcs = self.agent.api.get("/api/v1/namespaces/%s/services" % self.ns) or {"items": []}
+        labels = pod["metadata"].get("labels", {})
+        for svc in svcs["items"]:
+            sel = svc["spec"].get("selector") or {}
+            if wanted and svc["metadata"]["name"] != wanted:
+                continue
+            if not sel or any(labels.get(k) != v for k, v in sel.items()):
+                continue
+            for port in svc["spec"].get("ports", []):
+                if port.get("targetPort") in (target_port, "webhook-server"):
+                    return svc["spec"].get("clusterIP"), port["port"]
+        return None, None
+
+    def sync_certs(self) -> None:
+        if not self.cert_secret:
+            return
+        sec = self.agent.api.get("/api/v1/namespaces/%s/secrets/%s" % (self.ns, self.cert_secret))
+        if not sec:
+            return
+        import base64
+        for key, value in (sec.get("data") or {}).items():
+            data = base64.b64decode(value)
+            target = os.path.join(self.dir, "certs", key)
+            try:
+                with open(target, "rb") as handle:
+                    if handle.read() == data:
+                        continue
+            except OSError:
+                pass
+            tmp = target + ".tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, target)
+
+    def held(self) -> bool:
+        return os.path.exists(os.path.join(self.agent.folder, "agent", "hold"))
+
+    def ensure_running(self, pod: dict) -> None:
+        if self.proc and self.proc.poll() is not None:
+            self.last_exit = (self.proc.returncode, now())
+            log("manager for %s/%s exited with %s" % (self.ns, self.name, self.proc.returncode))
+            self.proc = None
+            self.agent.forget(self.uid)
+            self.restarts += 1
+            self.next_start = time.time() + BACKOFF[min(self.restarts - 1, len(BACKOFF) - 1)]
+            self.waiting = ("CrashLoopBackOff", "back-off restarting the manager")
+        if self.proc:
+            self.sync_certs()
+            return
+        if self.held():
+            self.waiting = ("HeldByHarness", "the test harness holds the manager stopped")
+            return
+        if time.time() < self.next_start:
+            return
+        if not self.prepare(pod):
+            return
+        self.sync_certs()
+        logf = open(os.path.join(self.agent.folder, "logs", "kueue-%s-%s.log" % (self.ns, self.name)), "ab")
+        env = dict(os.environ, KUBECONFIG=self.kubeconfig, **self.env)
+        self.proc = subprocess.Popen(self.argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=env, start_new_session=True, cwd=self.dir)
+        logf.close()
+        self.started_at = now()
+        self.agent.remember(self.uid, self.proc.pid, os.path.basename(self.binary))
+        log("started %s for %s/%s: %s" % (self.binary, self.ns, self.name, shlex.join(self.argv[1:])))
+
+    def ready(self) -> bool:
+        if not self.proc or self.proc.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.health_port, timeout=1) as resp:
+                return resp.status == 200
+        except OSError:
+            return False
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc = None
+        self.agent.forget(self.uid)
+
+    def report(self, pod: dict) -> None:
+        ready = self.ready()
+        c = self.container(pod)
+        if self.proc:
+            state = {"running": {"startedAt": self.started_at}}
+        else:
+            state = {"waiting": {"reason": self.waiting[0], "message": self.waiting[1]}}
+        cstatus = {
+            "name": c["name"], "image": c["image"], "imageID": "", "ready": ready,
+            "restartCount": self.restarts, "started": bool(self.proc), "state": state,
+        }
+        if self.last_exit:
+            cstatus["lastState"] = {"terminated": {"exitCode": self.last_exit[0], "finishedAt": self.last_exit[1],
+                                                   "reason": "Error" if self.last_exit[0] else "Completed"}}
+        flag = "True" if ready else "False"
+        conditions = [
+            {"type": "PodScheduled", "status": "True"},
+            {"type": "Initialized", "status": "True"},
+            {"type": "ContainersReady", "status": flag},
+            {"type": "Ready", "status": flag},
+        ]
+        desired = {"phase": "Running" if self.proc else "Pending", "conditions": conditions,
+                   "containerStatuses": [cstatus]}
+        if desired == self.last_status:
+            return
+        body = json.loads(json.dumps(desired))
+        for cond in body["conditions"]:
+            cond["lastTransitionTime"] = now()
+        body["startTime"] = pod["status"].get("startTime") or now()
+        if self.agent.api.merge("/api/v1/namespaces/%s/pods/%s/status" % (self.ns, self.name), {"status": body}) is not None:
+            self.last_status = desired
+
+
+class Agent:
+    def __init__(self, folder: str):
+        self.folder = folder
+        with open(os.path.join(folder, "state.json")) as handle:
+            state = json.load(handle)
+        pk = os.path.join(folder, "pki")
+        self.server = "https://127.0.0.1:%d" % state["ports"]["apiserver"]
+        self.api = Api(self.server, os.path.join(pk, "ca.crt"), os.path.join(pk, "agent.crt"), os.path.join(pk, "agent.key"))
+        self.ca = pki.CA(pk)
+        self.kueue_bins = {}
+        for item in state["tools"]["KUEUEOPS_KUEUE_BINS"].split():
+            version, _, path = item.partition("=")
+            self.kueue_bins[version] = path
+        self.managers: dict[str, Manager] = {}
+        self.pids_path = os.path.join(folder, "agent", "managers.json")
+        self.pids = {}
+        self.stopping = False
+
+    def remember(self, uid, pid, marker):
+        self.pids[uid] = {"pid": pid, "marker": marker}
+        self._write_pids()
+
+    def forget(self, uid):
+        if self.pids.pop(uid, None):
+            self._write_pids()
+
+    def _write_pids(self):
+        tmp = self.pids_path + ".tmp"
+        with open(tmp, "w") as handle:
+            json.dump(self.pids, handle)
+        os.replace(tmp, self.pids_path)
+
+    def service_account_kubeconfig(self, ns: str, sa: str, folder: str) -> str:
+        """A client certificate for system:serviceaccount:NS:SA, so the chart's RBAC is what authorizes the manager."""
+        crt, key = self.ca.issue(os.path.join(folder, "sa-client"), "system:serviceaccount:%s:%s" % (ns, sa),
+                                 organizations=["system:serviceaccounts", "system:serviceaccounts:" + ns], client=True)
+        cfg = {
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "local", "cluster": {"server": self.server, "certificate-authority": self.ca.cert_path}}],
+            "users": [{"name": sa, "user": {"client-certificate": crt, "client-key": key}}],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": sa, "namespace": ns}}],
+            "current-context": "local",
+        }
+        path = os.path.join(folder, "kubeconfig")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(cfg, handle)
+        return path
+
+    def ensure_node(self):
+        if self.api.get("/api/v1/nodes/" + NODE) is None:
+            self.api.call("POST", "/api/v1/nodes", {
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": NODE, "labels": {"kubernetes.io/hostname": NODE, "kubernetes.io/os": "linux",
+                                                      "kubernetes.io/arch": "amd64", "kueueops.io/harness": "true"}},
+            })
+        self.api.merge("/api/v1/nodes/%s/status" % NODE, {"status": {
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "kueueops harness node agent", "lastHeartbeatTime": now(),
+                            "lastTransitionTime": now()}],
+            "capacity": {"cpu": "64", "memory": "256Gi", "pods": "110"},
+            "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
+            "nodeInfo": {"kubeletVersion": "kueueops-agent", "architecture": "amd64", "operatingSystem": "linux",
+                         "containerRuntimeVersion": "local://process", "kernelVersion": "", "osImage": "",
+                         "kubeProxyVersion": "", "machineID": "", "systemUUID": "", "bootID": ""},
+        }})
+
+    def bind_new_pods(self):
+        pods = self.api.get("/api/v1/pods?fieldSelector=" + urllib.parse.quote("spec.nodeName=,status.phase=Pending"))
+        for pod in (pods or {}).get("items", []):
+            if pod["metadata"].get("deletionTimestamp") or not Manager.container(pod):
+                continue
+            self.api.call("POST", "/api/v1/namespaces/%s/pods/%s/binding" % (pod["metadata"]["namespace"], pod["metadata"]["name"]), {
+                "apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": pod["metadata"]["name"]},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": NODE},
+            })
+            log("bound %s/%s" % (pod["metadata"]["namespace"], pod["metadata"]["name"]))
+
+    def fixups(self):
+        services = self.api.get("/apis/apiregistration.k8s.io/v1/apiservices") or {"items": []}
+        for item in services["items"]:
+            if item["spec"].get("service") and item["spec"].get("group", "").endswith(VISIBILITY_GROUP_SUFFIX):
+                self.api.call("DELETE", "/apis/apiregistration.k8s.io/v1/apiservices/" + item["metadata"]["name"])
+                log("deleted APIService %s (the harness runs Kueue with VisibilityOnDemand=false)" % item["metadata"]["name"])
+
+    def pass_once(self):
+        self.bind_new_pods()
+        pods = self.api.get("/api/v1/pods?fieldSelector=" + urllib.parse.quote("spec.nodeName=" + NODE)) or {"items": []}
+        seen = set()
+        for pod in pods["items"]:
+            uid = pod["metadata"]["uid"]
+            seen.add(uid)
+            mgr = self.managers.get(uid)
+            if pod["metadata"].get("deletionTimestamp"):
+                if mgr:
+                    mgr.stop(grace=float(pod["spec"].get("terminationGracePeriodSeconds") or 10))
+                    del self.managers[uid]
+                self.api.call("DELETE", "/api/v1/namespaces/%s/pods/%s" % (pod["metadata"]["namespace"], pod["metadata"]["name"]),
+                              {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                               "preconditions": {"uid": uid}})
+                log("deleted pod %s/%s" % (pod["metadata"]["namespace"], pod["metadata"]["name"]))
+                continue
+            if not Manager.container(pod):
+                continue
+            if not mgr:
+                mgr = self.managers[uid] = Manager(self, pod)
+            mgr.ensure_running(pod)
+            mgr.report(pod)
+        for uid in list(self.managers):
+            if uid not in seen:
+                self.managers.pop(uid).stop()
+        self.fixups()
+
+    def run(self):
+        signal.signal(signal.SIGTERM, self._term)
+        signal.signal(signal.SIGINT, self._term)
+        log("node agent for %s" % self.server)
+        last_node = 0.0
+        while not self.stopping:
+            try:
+                if time.time() - last_node > 20:
+                    self.ensure_node()
+                    last_node = time.time()
+                self.pass_once()
+            except Exception as exc:  # noqa: BLE001 - the agent must keep going; the log says what failed
+                log("pass failed: %r" % (exc,))
+            time.sleep(0.5)
+        for mgr in self.managers.values():
+            mgr.stop(grace=5)
+        log("stopped")
+
+    def _term(self, *_):
+        self.stopping = True
+
+
+if __name__ == "__main__":
+    Agent(sys.argv[1]).run()

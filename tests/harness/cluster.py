@@ -1,0 +1,435 @@
+"""The local control plane: etcd, kube-apiserver, kube-controller-manager, an OCI
+registry holding the Kueue chart, and the node agent that runs the Kueue manager.
+
+Everything listens on 127.0.0.1 (or another address of 127.0.0.0/8). All state —
+pids, ports, data, logs, PKI — lives in one run folder, so two checkouts never
+collide and `down` stops exactly what `up` started.
+
+Service ClusterIPs are allocated from a range inside 127.0.0.0/8 that is unique to
+the run folder: whatever the API server dials for a Service (a webhook, an
+aggregated API) is a loopback address, never a 10.x address. See
+docs/architecture.md for why this beats rewriting Services after each install.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shlex
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+
+from . import pki
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+class HarnessError(RuntimeError):
+    pass
+
+
+def log(msg: str) -> None:
+    print("[cluster %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+
+def run_dir() -> str:
+    return os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def loopback_service_cidr(folder: str) -> str:
+    """A /24 inside 127.0.0.0/8, derived from the run folder (127.100.0.0 - 127.227.255.0)."""
+    digest = hashlib.sha256(folder.encode()).digest()
+    return "127.%d.%d.0/24" % (100 + digest[0] % 128, digest[1])
+
+
+def toolchain_env() -> dict:
+    """The binaries of hack/toolchain.sh (building what is missing)."""
+    out = subprocess.run(
+        [os.path.join(REPO, "hack", "toolchain.sh"), "--env"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    env = {}
+    for line in out.splitlines():
+        if line.startswith("export "):
+            key, _, value = line[len("export "):].partition("=")
+            env[key] = shlex.split(value)[0] if value else ""
+    return env
+
+
+def pid_alive(pid: int, marker: str | None = None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            if handle.read().split(")")[-1].split()[0] == "Z":
+                return False
+        if marker:
+            with open("/proc/%d/cmdline" % pid, "rb") as handle:
+                return marker.encode() in handle.read()
+    except OSError:
+        return False
+    return True
+
+
+def stop_pid(pid: int, marker: str | None, timeout: float = 15.0) -> None:
+    if not pid_alive(pid, marker):
+        return
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except OSError:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not pid_alive(pid, marker):
+            return
+        time.sleep(0.1)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+class Cluster:
+    """A handle on the control plane whose state is in `folder`."""
+
+    def __init__(self, folder: str | None = None):
+        self.folder = folder or run_dir()
+        self.state_path = os.path.join(self.folder, "state.json")
+        self.state = self._load()
+
+    # ----------------------------------------------------------------- state
+    def _load(self) -> dict:
+        try:
+            with open(self.state_path) as handle:
+                return json.load(handle)
+        except (OSError, ValueError):
+            return {}
+
+    def _save(self) -> None:
+        tmp = self.state_path + ".tmp"
+        with open(tmp, "w") as handle:
+            json.dump(self.state, handle, indent=2, sort_keys=True)
+        os.replace(tmp, self.state_path)
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.folder, *parts)
+
+    @property
+    def kubeconfig(self) -> str:
+        return self.path("admin.kubeconfig")
+
+    @property
+    def server(self) -> str:
+        return "https://127.0.0.1:%d" % self.state["ports"]["apiserver"]
+
+    def running(self) -> bool:
+        procs = self.state.get("processes") or {}
+        if not procs:
+            return False
+        return all(pid_alive(p["pid"], p["marker"]) for p in procs.values()) and self.healthy()
+
+    def healthy(self) -> bool:
+        try:
+            return self.api_get("/readyz") == b"ok"
+        except Exception:  # noqa: BLE001 - any failure means not healthy
+            return False
+
+    # ------------------------------------------------------------ API access
+    def ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=self.path("pki", "ca.crt"))
+        ctx.load_cert_chain(self.path("pki", "admin.crt"), self.path("pki", "admin.key"))
+        return ctx
+
+    def api_get(self, path: str, timeout: float = 5.0) -> bytes:
+        with urllib.request.urlopen(self.server + path, context=self.ssl_context(), timeout=timeout) as resp:
+            return resp.read()
+
+    # ------------------------------------------------------------------- up
+    def up(self) -> None:
+        if self.state.get("processes") and self.running():
+            log("already running (%s)" % self.server)
+            return
+        if self.state.get("processes"):
+            log("found a stale or partial cluster in %s; stopping it first" % self.folder)
+            self.down()
+        tools = toolchain_env()
+        for key in ("KUEUEOPS_ETCD", "KUEUEOPS_KUBE_APISERVER", "KUEUEOPS_KUBE_CONTROLLER_MANAGER",
+                    "KUEUEOPS_KUBECTL", "KUEUEOPS_HELM", "KUEUEOPS_HELM_V4", "KUEUEOPS_REGISTRY"):
+            if not os.access(tools.get(key, ""), os.X_OK):
+                raise HarnessError("%s is not built (%r): run `make toolchain`" % (key, tools.get(key)))
+        os.makedirs(self.folder, exist_ok=True)
+        for sub in ("logs", "etcd", "registry", "pki", "agent"):
+            os.makedirs(self.path(sub), mode=0o700, exist_ok=True)
+        ports = {name: free_port() for name in ("etcd", "etcd_peer", "apiserver", "registry", "kcm")}
+        self.state = {
+            "folder": self.folder,
+            "ports": ports,
+            "service_cidr": loopback_service_cidr(self.folder),
+            "tools": tools,
+            "processes": {},
+            "started": time.time(),
+        }
+        self._save()
+        started = time.time()
+        try:
+            self._pki()
+            self._start_etcd()
+            self._start_apiserver()
+            self._write_kubeconfigs()
+            self._start_kcm()
+            self._start_registry()
+            self._push_charts()
+            self._start_agent()
+            self._wait_ready()
+        except Exception:
+            log("start failed; logs are in %s" % self.path("logs"))
+            self.down()
+            raise
+        self.state["startup_seconds"] = round(time.time() - started, 1)
+        self._save()
+        log("up in %.1fs: %s (kubeconfig %s)" % (time.time() - started, self.server, self.kubeconfig))
+
+    def _pki(self) -> None:
+        ca = pki.CA(self.path("pki"))
+        first_ip = self.state["service_cidr"].rsplit(".", 1)[0] + ".1"
+        ca.issue(self.path("pki", "apiserver"), "kube-apiserver",
+                 dns_names=["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                            "kubernetes.default.svc.cluster.local"],
+                 ip_addresses=["127.0.0.1", first_ip], server=True)
+        ca.issue(self.path("pki", "admin"), "kubernetes-admin", organizations=["system:masters"], client=True)
+        ca.issue(self.path("pki", "kcm"), "system:kube-controller-manager", client=True)
+        ca.issue(self.path("pki", "agent"), "system:node:kueueops-local",
+                 organizations=["system:masters"], client=True)
+        pki.service_account_keypair(self.path("pki", "sa"))
+
+    def _spawn(self, name: str, argv: list, env: dict | None = None) -> None:
+        logf = open(self.path("logs", name + ".log"), "ab")
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=full_env, start_new_session=True, cwd=self.folder)
+        logf.close()
+        self.state["processes"][name] = {"pid": proc.pid, "marker": os.path.basename(argv[0]) if name != "agent" else "tests.harness"}
+        self._save()
+
+    def _wait(self, what: str, check, timeout: float = 60.0, proc: str | None = None) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if proc:
+                p = self.state["processes"][proc]
+                if not pid_alive(p["pid"], p["marker"]):
+                    raise HarnessError("%s exited; see %s" % (proc, self.path("logs", proc + ".log")))
+            try:
+                if check():
+                    return
+            except Exception:  # noqa: BLE001 - retried until the deadline
+                pass
+            time.sleep(0.2)
+        raise HarnessError("timed out after %ss waiting for %s" % (timeout, what))
+
+    def _start_etcd(self) -> None:
+        p = self.state["ports"]
+        client, peer = "http://127.0.0.1:%d" % p["etcd"], "http://127.0.0.1:%d" % p["etcd_peer"]
+        self._spawn("etcd", [
+            self.state["tools"]["KUEUEOPS_ETCD"],
+            "--name=kueueops", "--data-dir=" + self.path("etcd"),
+            "--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+            "--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+            "--initial-cluster=kueueops=" + peer, "--unsafe-no-fsync=true",
+            "--log-level=warn", "--quota-backend-bytes=4294967296",
+        ])
+
+        def etcd_ok():
+            with urllib.request.urlopen(client + "/health", timeout=2) as resp:
+                return b'"true"' in resp.read()
+        self._wait("etcd", etcd_ok, proc="etcd")
+
+    def _start_apiserver(self) -> None:
+        p, k = self.state["ports"], self.path("pki")
+        self._spawn("kube-apiserver", [
+            self.state["tools"]["KUEUEOPS_KUBE_APISERVER"],
+            "--etcd-servers=http://127.0.0.1:%d" % p["etcd"],
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            "--secure-port=%d" % p["apiserver"],
+            "--cert-dir=" + k,
+            "--tls-cert-file=%s/apiserver.crt" % k, "--tls-private-key-file=%s/apiserver.key" % k,
+            "--client-ca-file=%s/ca.crt" % k,
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            "--service-account-key-file=%s/sa.pub" % k,
+            "--service-account-signing-key-file=%s/sa.key" % k,
+            "--service-cluster-ip-range=" + self.state["service_cidr"],
+            "--authorization-mode=RBAC",
+            "--allow-privileged=true",
+            "--endpoint-reconciler-type=none",
+            "--profiling=false",
+            "--enable-priority-and-fairness=false",
+            "--v=1",
+        ])
+        self._wait("kube-apiserver /readyz", self.healthy, timeout=120, proc="kube-apiserver")
+
+    def _kubeconfig(self, path: str, user: str, cert: str, key: str) -> None:
+        with open(self.path("pki", "ca.crt"), "rb") as handle:
+            ca = base64.b64encode(handle.read()).decode()
+        with open(cert, "rb") as handle:
+            crt = base64.b64encode(handle.read()).decode()
+        with open(key, "rb") as handle:
+            keyd = base64.b64encode(handle.read()).decode()
+        cfg = {
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "kueueops-local", "cluster": {"server": self.server, "certificate-authority-data": ca}}],
+            "users": [{"name": user, "user": {"client-certificate-data": crt, "client-key-data": keyd}}],
+            "contexts": [{"name": "kueueops-local", "context": {"cluster": "kueueops-local", "user": user}}],
+            "current-context": "kueueops-local",
+        }
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(cfg, handle, indent=2)
+
+    def _write_kubeconfigs(self) -> None:
+        self._kubeconfig(self.kubeconfig, "kueueops-admin", self.path("pki", "admin.crt"), self.path("pki", "admin.key"))
+        self._kubeconfig(self.path("kcm.kubeconfig"), "kube-controller-manager",
+                         self.path("pki", "kcm.crt"), self.path("pki", "kcm.key"))
+        self._kubeconfig(self.path("agent.kubeconfig"), "node-agent",
+                         self.path("pki", "agent.crt"), self.path("pki", "agent.key"))
+
+    def _start_kcm(self) -> None:
+        k = self.path("pki")
+        self._spawn("kube-controller-manager", [
+            self.state["tools"]["KUEUEOPS_KUBE_CONTROLLER_MANAGER"],
+            "--kubeconfig=" + self.path("kcm.kubeconfig"),
+            "--authentication-kubeconfig=" + self.path("kcm.kubeconfig"),
+            "--authorization-kubeconfig=" + self.path("kcm.kubeconfig"),
+            "--bind-address=127.0.0.1", "--secure-port=%d" % self.state["ports"]["kcm"],
+            "--leader-elect=false",
+            "--use-service-account-credentials=true",
+            "--service-account-private-key-file=%s/sa.key" % k,
+            "--root-ca-file=%s/ca.crt" % k,
+            "--cluster-signing-cert-file=%s/ca.crt" % k, "--cluster-signing-key-file=%s/ca.key" % k,
+            # The node agent plays the kubelet without heartbeats: no node lifecycle
+            # taints and evictions.
+            "--controllers=*,-node-lifecycle-controller,-taint-eviction-controller",
+            "--concurrent-gc-syncs=5", "--concurrent-namespace-syncs=5",
+            "--v=1",
+        ])
+
+    def _start_registry(self) -> None:
+        cfg = self.path("registry.yml")
+        with open(cfg, "w") as handle:
+            handle.write(
+                "version: 0.1\n"
+                "log:\n  level: warn\n"
+                "storage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\n"
+                "http:\n  addr: 127.0.0.1:%d\n" % (self.path("registry"), self.state["ports"]["registry"])
+            )
+        self._spawn("registry", [self.state["tools"]["KUEUEOPS_REGISTRY"], "serve", cfg],
+                    env={"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none",
+                         "OTEL_LOGS_EXPORTER": "none", "OTEL_SDK_DISABLED": "true"})
+
+        def reg_ok():
+            with urllib.request.urlopen("http://127.0.0.1:%d/v2/" % self.state["ports"]["registry"], timeout=2) as r:
+                return r.status == 200
+        self._wait("registry", reg_ok, proc="registry")
+
+    @property
+    def chart_ref(self) -> str:
+        return "oci://127.0.0.1:%d/kueue/charts/kueue" % self.state["ports"]["registry"]
+
+    def _push_charts(self) -> None:
+        tools = self.state["tools"]
+        pushed = []
+        for item in tools["KUEUEOPS_KUEUE_CHARTS"].split():
+            version, _, tgz = item.partition("=")
+            if not os.path.exists(tgz):
+                raise HarnessError("chart for Kueue %s missing (%r): run `make toolchain`" % (version, tgz))
+            subprocess.run(
+                [tools["KUEUEOPS_HELM"], "push", tgz, self.chart_ref.rsplit("/", 1)[0], "--plain-http"],
+                check=True, capture_output=True, env=self.helm_env(),
+            )
+            pushed.append(version.lstrip("v"))
+        self.state["chart_versions"] = pushed
+        self._save()
+
+    def helm_env(self) -> dict:
+        env = dict(os.environ)
+        env.update({
+            "HELM_CACHE_HOME": self.path("helm", "cache"),
+            "HELM_CONFIG_HOME": self.path("helm", "config"),
+            "HELM_DATA_HOME": self.path("helm", "data"),
+            "KUBECONFIG": self.kubeconfig,
+        })
+        return env
+
+    def _start_agent(self) -> None:
+        self._spawn("agent", [sys.executable, "-m", "tests.harness.agent", self.folder],
+                    env={"PYTHONPATH": REPO})
+
+    def _wait_ready(self) -> None:
+        def ns_ok():
+            out = json.loads(self.api_get("/api/v1/namespaces/default/serviceaccounts/default"))
+            return out.get("metadata", {}).get("name") == "default"
+        self._wait("the default service account (kube-controller-manager)", ns_ok, timeout=90,
+                   proc="kube-controller-manager")
+
+        def node_ok():
+            out = json.loads(self.api_get("/api/v1/nodes/kueueops-local"))
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in out["status"]["conditions"])
+        self._wait("the node agent's node", node_ok, timeout=60, proc="agent")
+
+    # ----------------------------------------------------------------- down
+    def down(self) -> None:
+        procs = self.state.get("processes") or {}
+        # The agent first: it stops the Kueue managers it started.
+        order = ["agent", "kube-controller-manager", "registry", "kube-apiserver", "etcd"]
+        for name in order + [n for n in procs if n not in order]:
+            if name in procs:
+                stop_pid(procs[name]["pid"], procs[name]["marker"])
+        for pid, marker in self._agent_children():
+            stop_pid(pid, marker, timeout=5)
+        if procs:
+            log("stopped %d processes of %s" % (len(procs), self.folder))
+        self.state["processes"] = {}
+        if os.path.isdir(self.folder):
+            self._save()
+            # Data is per run: a new `up` starts from an empty etcd and registry.
+            for sub in ("etcd", "registry", "agent"):
+                subprocess.run(["rm", "-rf", self.path(sub)], check=False)
+
+    def _agent_children(self):
+        path = self.path("agent", "managers.json")
+        try:
+            with open(path) as handle:
+                data = json.load(handle)
+        except (OSError, ValueError):
+            return []
+        return [(m["pid"], m["marker"]) for m in data.values()]
+
+    # ------------------------------------------------------------------ env
+    def env(self) -> dict:
+        tools = self.state["tools"]
+        bin_dirs = [os.path.dirname(tools["KUEUEOPS_HELM"]), os.path.dirname(tools["KUEUEOPS_KUBECTL"])]
+        return {
+            "KUBECONFIG": self.kubeconfig,
+            "K8S_AUTH_KUBECONFIG": self.kubeconfig,
+            "KUEUE_CHART_REF": self.chart_ref,
+            "KUEUE_CHART_VERSIONS": " ".join(self.state.get("chart_versions", [])),
+            "KUEUE_REGISTRY_PLAIN_HTTP": "true",
+            "HELM_V3": tools["KUEUEOPS_HELM"],
+            "HELM_V4": tools["KUEUEOPS_HELM_V4"],
+            "KUEUEOPS_RUN_DIR": self.folder,
+            "PATH": ":".join(bin_dirs + [os.environ.get("PATH", "")]),
+        }

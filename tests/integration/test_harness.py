@@ -1,0 +1,192 @@
+"""The harness proves itself (issue 2), independently of the collection's modules:
+the real Kueue chart from the local OCI registry, installed by the real helm
+(both majors), the real Kueue manager admitting a real Job, readiness that
+follows the process, and nothing dialled outside 127.0.0.0/8.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import signal
+import time
+
+import pytest
+from kubernetes import client
+
+from .kubeutil import condition, helm, wait_for
+
+GROUP = "kueue.x-k8s.io"
+KUEUE_CRDS = {
+    "admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
+    "provisioningrequestconfigs", "resourceflavors", "topologies", "workloadpriorityclasses", "workloads",
+}
+
+
+def _listeners_of(pids: set[int]) -> list[tuple[str, int, int]]:
+    """(address, port, pid) of every TCP listener owned by `pids`, read from /proc."""
+    inodes = {}
+    for pid in pids:
+        try:
+            for fd in os.listdir("/proc/%d/fd" % pid):
+                try:
+                    target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+                except OSError:
+                    continue
+                if target.startswith("socket:["):
+                    inodes[target[8:-1]] = pid
+        except OSError:
+            continue
+    found = []
+    for table, family in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 6)):
+        with open(table) as handle:
+            next(handle)
+            for line in handle:
+                fields = line.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state != "0A" or inode not in inodes:  # 0A = LISTEN
+                    continue
+                hexaddr, hexport = local.split(":")
+                raw = bytes.fromhex(hexaddr)
+                if family == 4:
+                    addr = str(ipaddress.IPv4Address(raw[::-1]))
+                else:
+                    words = [raw[i:i + 4][::-1] for i in range(0, 16, 4)]
+                    addr = str(ipaddress.IPv6Address(b"".join(words)))
+                found.append((addr, int(hexport, 16), inodes[inode]))
+    return found
+
+
+def _harness_pids(cluster) -> set[int]:
+    pids = {p["pid"] for p in cluster.state["processes"].values()}
+    try:
+        with open(cluster.path("agent", "managers.json")) as handle:
+            pids |= {m["pid"] for m in json.load(handle).values()}
+    except OSError:
+        pass
+    return pids
+
+
+def assert_loopback_only(cluster, kube) -> None:
+    """Every listener is on 127.0.0.0/8, and everything the API server would dial for a
+    Service (webhooks, conversion webhooks, aggregated APIs) resolves into 127.0.0.0/8."""
+    listeners = _listeners_of(_harness_pids(cluster))
+    assert listeners, "no listeners found: the check would be vacuous"
+    for addr, port, pid in listeners:
+        assert ipaddress.ip_address(addr).is_loopback, "pid %d listens on %s:%d" % (pid, addr, port)
+    core = client.CoreV1Api(kube)
+    for svc in core.list_service_for_all_namespaces().items:
+        if svc.spec.type == "ExternalName":
+            target = svc.spec.external_name
+            assert target in ("localhost",) or ipaddress.ip_address(target).is_loopback, svc.metadata.name
+        else:
+            for ip in svc.spec.cluster_i_ps or []:
+                if ip != "None":
+                    assert ipaddress.ip_address(ip).is_loopback, "%s/%s has ClusterIP %s" % (
+                        svc.metadata.namespace, svc.metadata.name, ip)
+    adm = client.AdmissionregistrationV1Api(kube)
+    hooks = [w for c in adm.list_validating_webhook_configuration().items for w in c.webhooks or []]
+    hooks += [w for c in adm.list_mutating_webhook_configuration().items for w in c.webhooks or []]
+    for hook in hooks:
+        cfg = hook.client_config
+        if cfg.url:
+            host = cfg.url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]")
+            assert host == "localhost" or ipaddress.ip_address(host).is_loopback, hook.name
+    for api in client.ApiregistrationV1Api(kube).list_api_service().items:
+        assert api.spec.service is None, "APIService %s is served by a Service" % api.metadata.name
+
+
+def test_apiserver_reports_pinned_version(cluster):
+    info = json.loads(cluster.api_get("/version"))
+    tools = cluster.state["tools"]
+    if "/toolchain/kube-" in tools["KUEUEOPS_KUBE_APISERVER"]:  # built by hack/toolchain.sh, not a user's binary
+        assert info["gitVersion"] == tools["KUEUEOPS_KUBE_VERSION"]
+    assert info["gitVersion"].startswith("v1.") and info["major"] == "1" and int(info["minor"]) >= 34
+
+
+def test_listeners_are_loopback_before_kueue(cluster, kube):
+    assert_loopback_only(cluster, kube)
+
+
+@pytest.mark.parametrize("helm_major", ["v3", "v4"])
+def test_kueue_chart_end_to_end(cluster, kube, helm_major):
+    binary = os.environ["HELM_V3"] if helm_major == "v3" else os.environ["HELM_V4"]
+    ns = "kueue-system"
+    version = cluster.state["chart_versions"][0]
+    apps, core = client.AppsV1Api(kube), client.CoreV1Api(kube)
+    custom, batch = client.CustomObjectsApi(kube), client.BatchV1Api(kube)
+    ext = client.ApiextensionsV1Api(kube)
+
+    helm(cluster, binary, "install", "kueue", cluster.chart_ref, "--version", version, "--plain-http",
+         "--namespace", ns, "--create-namespace")
+
+    def deployment_ready():
+        dep = apps.read_namespaced_deployment("kueue-controller-manager", ns)
+        return (dep.status.ready_replicas or 0) >= 1 and (dep.status.available_replicas or 0) >= 1
+    wait_for("kueue-controller-manager ready", deployment_ready, timeout=180)
+    crds = {c.metadata.name.split(".")[0] for c in ext.list_custom_resource_definition().items
+            if c.spec.group == GROUP}
+    assert crds == KUEUE_CRDS
+    assert_loopback_only(cluster, kube)
+
+    job_ns = "team-a-" + helm_major
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=job_ns)))
+    api_version = GROUP + "/v1beta2"
+    custom.create_cluster_custom_object(GROUP, "v1beta2", "resourceflavors", {
+        "apiVersion": api_version, "kind": "ResourceFlavor", "metadata": {"name": "default-flavor"}})
+    custom.create_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", {
+        "apiVersion": api_version, "kind": "ClusterQueue", "metadata": {"name": "cluster-queue"},
+        "spec": {"namespaceSelector": {}, "resourceGroups": [{
+            "coveredResources": ["cpu", "memory"],
+            "flavors": [{"name": "default-flavor", "resources": [
+                {"name": "cpu", "nominalQuota": "9"}, {"name": "memory", "nominalQuota": "36Gi"}]}]}]}})
+    custom.create_namespaced_custom_object(GROUP, "v1beta2", job_ns, "localqueues", {
+        "apiVersion": api_version, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": job_ns},
+        "spec": {"clusterQueue": "cluster-queue"}})
+    wait_for("ClusterQueue active", lambda: condition(
+        custom.get_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", "cluster-queue"), "Active") == "True")
+
+    batch.create_namespaced_job(job_ns, client.V1Job(
+        metadata=client.V1ObjectMeta(name="sample-job", labels={"kueue.x-k8s.io/queue-name": "user-queue"}),
+        spec=client.V1JobSpec(
+            suspend=True, parallelism=1, completions=1,
+            template=client.V1PodTemplateSpec(spec=client.V1PodSpec(
+                restart_policy="Never",
+                containers=[client.V1Container(name="c", image="registry.k8s.io/e2e-test-images/agnhost:2.53",
+                                               resources=client.V1ResourceRequirements(
+                                                   requests={"cpu": "1", "memory": "200Mi"}))])))))
+
+    def admitted():
+        items = custom.list_namespaced_custom_object(GROUP, "v1beta2", job_ns, "workloads")["items"]
+        return [w for w in items if condition(w, "Admitted") == "True"]
+    workloads = wait_for("the Job's Workload admitted", admitted, timeout=60)
+    assert workloads[0]["metadata"]["ownerReferences"][0]["name"] == "sample-job"
+    wait_for("the Job unsuspended", lambda: batch.read_namespaced_job("sample-job", job_ns).spec.suspend is False)
+
+    # Kill the manager: the Deployment must stop showing ready within seconds.
+    with open(cluster.path("agent", "managers.json")) as handle:
+        managers = json.load(handle)
+    assert len(managers) == 1
+    open(cluster.path("agent", "hold"), "w").close()
+    try:
+        os.kill(next(iter(managers.values()))["pid"], signal.SIGKILL)
+        killed = time.time()
+        wait_for("the Deployment unready", lambda: not deployment_ready(), timeout=15)
+        assert time.time() - killed < 15
+    finally:
+        os.unlink(cluster.path("agent", "hold"))
+    wait_for("the manager back and ready", deployment_ready, timeout=120)
+
+    batch.delete_namespaced_job("sample-job", job_ns, propagation_policy="Background")
+    helm(cluster, binary, "uninstall", "kueue", "--namespace", ns, "--wait", "--timeout", "3m")
+    core.delete_namespace(ns)
+    core.delete_namespace(job_ns)
+
+    def gone():
+        names = {n.metadata.name for n in core.list_namespace().items}
+        return ns not in names and job_ns not in names
+    wait_for("namespaces deleted", gone, timeout=180)
+    left = [c.metadata.name for c in ext.list_custom_resource_definition().items if c.spec.group == GROUP]
+    assert left == []
+    custom_groups = [g.name for g in client.ApisApi(kube).get_api_versions().groups]
+    assert GROUP not in custom_groups

@@ -1,0 +1,17 @@
+"""Make ``ansible_collections.kueueops.aks`` importable for the unit tests.
+
+`make venv` links this checkout at .venv/collections/ansible_collections/kueueops/aks;
+when ansible_collections is not importable yet, put that folder on sys.path.
+ansible-test units provides the path itself.
+"""
+
+import importlib.util
+import os
+import sys
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_COLLECTIONS = os.path.join(_ROOT, '.venv', 'collections')
+
+if importlib.util.find_spec('ansible_collections') is None or importlib.util.find_spec('ansible_collections.kueueops') is None:
+    if os.path.isdir(os.path.join(_COLLECTIONS, 'ansible_collections', 'kueueops', 'aks')):
+        sys.path.insert(0, _COLLECTIONS)

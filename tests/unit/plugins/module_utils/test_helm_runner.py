@@ -1,0 +1,200 @@
+"""helm_runner with a fake run_command: version gate, v3/v4 args, secrets, temp files."""
+
+import json
+import os
+import stat
+
+import pytest
+
+from ansible_collections.kueueops.aks.plugins.module_utils import helm_runner as hr
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+
+
+class FakeRun:
+    """Records calls; answers from a list of (predicate, (rc, out, err))."""
+
+    def __init__(self, version="v3.19.5", answers=None):
+        self.version = version
+        self.answers = answers or []
+        self.calls = []
+
+    def __call__(self, args, environ_update=None, data=None):
+        call = {"args": list(args), "env": dict(environ_update or {}), "data": data}
+        if "--values" in args:
+            path = args[len(args) - 1 - args[::-1].index("--values") + 1]
+            call["values_mode"] = stat.S_IMODE(os.stat(path).st_mode)
+            with open(path) as f:
+                call["values"] = json.load(f)
+            call["values_path"] = path
+        self.calls.append(call)
+        if args[1:2] == ["version"]:
+            return (0, self.version, "") if not callable(self.version) else self.version()
+        for pred, result in self.answers:
+            if pred(args):
+                return result
+        return 0, "", ""
+
+
+def runner(version="v3.19.5", **kw):
+    return hr.HelmRunner(FakeRun(version, kw.pop("answers", None)), "/opt/helm/bin/helm", **kw)
+
+
+@pytest.mark.parametrize("text,major", [("v3.13.0", 3), ("v3.19.5", 3), ("v4.2.4", 4), ("v4.0.0-rc.1", 4)])
+def test_version_detected(text, major):
+    r = runner(text)
+    assert r.major == major
+    assert r.run_command.calls[0]["args"] == ["/opt/helm/bin/helm", "version", "--template", "{{.Version}}"]
+
+
+@pytest.mark.parametrize("text,needle", [("v3.12.3", "needs helm v3.13"), ("v2.17.0", "needs helm v3.13"),
+                                         ("garbage", "cannot tell the version")])
+def test_old_or_unparsable_helm_refused_with_path(text, needle):
+    with pytest.raises(KueueOpsError) as err:
+        runner(text)
+    assert needle in str(err.value) and "/opt/helm/bin/helm" in str(err.value)
+
+
+def test_missing_helm_names_where_it_looked():
+    with pytest.raises(KueueOpsError) as err:
+        hr.HelmRunner(FakeRun(), None)
+    assert "looked in" in str(err.value)
+    assert "/usr/bin:/bin" in str(hr.HelmRunner.not_found("/usr/bin:/bin"))
+
+
+def test_failing_version_command():
+    fake = FakeRun(version=lambda: (127, "", "exec format error"))
+    with pytest.raises(KueueOpsError) as err:
+        hr.HelmRunner(fake, "/x/helm")
+    assert "/x/helm" in str(err.value)
+
+
+def test_upgrade_args_v3():
+    r = runner("v3.19.5")
+    args = r.upgrade_args("kueue", "kueue-system", "oci://registry.k8s.io/kueue/charts/kueue", version="0.19.2",
+                          values_file="/tmp/v.json", values_files=["/u/a.yaml"], create_namespace=True,
+                          wait=True, timeout=300, atomic=True, plain_http=True)
+    assert args == ["upgrade", "kueue", "oci://registry.k8s.io/kueue/charts/kueue", "--install",
+                    "--namespace", "kueue-system", "--version", "0.19.2", "--create-namespace",
+                    "--values", "/u/a.yaml", "--values", "/tmp/v.json", "--plain-http", "--atomic", "--wait",
+                    "--timeout", "300s", "--output", "json"]
+
+
+def test_upgrade_args_v4():
+    r = runner("v4.2.4")
+    args = r.upgrade_args("kueue", "kueue-system", "/charts/kueue", wait=True, timeout="10m", atomic=True)
+    assert "--rollback-on-failure" in args and "--wait=watcher" in args
+    assert "--atomic" not in args and "--wait" not in args
+    assert args[args.index("--timeout") + 1] == "10m"
+    args = r.upgrade_args("kueue", "ns", "/c", wait=False, atomic=False)
+    assert not [a for a in args if a.startswith("--wait") or a in ("--atomic", "--rollback-on-failure")]
+
+
+def test_uninstall_args():
+    assert runner("v3.19.5").uninstall_args("kueue", "ns", wait=True, timeout=60) == [
+        "uninstall", "kueue", "--namespace", "ns", "--wait", "--timeout", "60s"]
+    assert runner("v4.2.4").uninstall_args("kueue", "ns", wait=True) == [
+        "uninstall", "kueue", "--namespace", "ns", "--wait=watcher"]
+
+
+def test_upgrade_install_values_file_private_and_removed():
+    r = runner("v4.2.4", answers=[(lambda a: "upgrade" in a, (0, '{"name": "kueue", "version": 1}', ""))])
+    with r:
+        out = r.upgrade_install("kueue", "kueue-system", "/c", {"controllerManager": {"replicas": 1}}, wait=True)
+        call = r.run_command.calls[-1]
+        assert out == {"name": "kueue", "version": 1}
+        assert call["values"] == {"controllerManager": {"replicas": 1}}
+        assert call["values_mode"] == 0o600
+        assert not os.path.exists(call["values_path"])
+        tmpdir = r._tmpdir
+        assert stat.S_IMODE(os.stat(tmpdir).st_mode) == 0o700
+    assert not os.path.exists(tmpdir)
+
+
+def test_registry_login_secret_on_stdin_only_and_scrubbed():
+    secret = "s3cr3t-Passw0rd"
+    err = "Error: login failed for user bob with password %s (basic %s)" % (
+        secret, hr.base64.b64encode(secret.encode()).decode())
+    r = runner("v3.19.5", answers=[(lambda a: "login" in a, (1, "", err))])
+    with r:
+        with pytest.raises(hr.HelmError) as exc:
+            r.registry_login("myacr.azurecr.io", "bob", secret)
+        call = r.run_command.calls[-1]
+        assert call["data"] == secret
+        assert secret not in " ".join(call["args"])
+        assert call["args"][1:] == ["registry", "login", "myacr.azurecr.io", "--username", "bob", "--password-stdin"]
+        assert call["env"]["HELM_REGISTRY_CONFIG"].startswith(r._tmpdir)
+        text = str(exc.value) + (exc.value.stderr or "")
+        assert secret not in text and hr.REDACTED in text
+        assert hr.base64.b64encode(secret.encode()).decode() not in text
+        assert secret in r.no_log_values
+
+
+def test_kube_token_in_env_not_argv_and_scrubbed():
+    env = hr.helm_kube_env(host="https://127.0.0.1:6443", api_key="tok-123", validate_certs=False,
+                           impersonate_groups=["a", "b"])
+    assert env == {"HELM_KUBEAPISERVER": "https://127.0.0.1:6443", "HELM_KUBETOKEN": "tok-123",
+                   "HELM_KUBEINSECURE_SKIP_TLS_VERIFY": "true", "HELM_KUBEASGROUPS": "a,b"}
+    r = runner("v3.19.5", env=env, answers=[(lambda a: "status" in a, (1, "", "Unauthorized: token tok-123"))])
+    with pytest.raises(hr.HelmError) as exc:
+        r.status("kueue", "ns")
+    assert "tok-123" not in str(exc.value)
+    assert "tok-123" in r.no_log_values
+    assert all("tok-123" not in " ".join(c["args"]) for c in r.run_command.calls)
+    assert r.run_command.calls[-1]["env"]["HELM_KUBETOKEN"] == "tok-123"
+
+
+def test_status_and_get_values():
+    rel = {"name": "kueue", "info": {"status": "deployed"}, "chart": {"metadata": {"version": "0.19.2"}}}
+    r = runner("v4.2.4", answers=[
+        (lambda a: a[1:3] == ["status", "missing"], (1, "", "Error: release: not found")),
+        (lambda a: a[1:3] == ["status", "kueue"], (0, json.dumps(rel), "")),
+        (lambda a: a[1:4] == ["get", "values", "kueue"], (0, "null\n", "")),
+        (lambda a: a[1:4] == ["get", "values", "other"], (0, '{"a": 1}', "")),
+    ])
+    assert r.status("missing", "ns") is None
+    assert r.status("kueue", "ns")["info"]["status"] == "deployed"
+    assert r.run_command.calls[-1]["args"][1:] == ["status", "kueue", "--namespace", "ns", "--output", "json"]
+    assert r.get_values("kueue", "ns") == {}
+    assert r.get_values("other", "ns") == {"a": 1}
+
+
+def test_uninstall_not_found_is_false():
+    r = runner("v3.19.5", answers=[(lambda a: "uninstall" in a, (1, "", "Error: uninstall: Release not loaded: "
+                                                                       "kueue: release: not found"))])
+    assert r.uninstall("kueue", "ns") is False
+
+
+def test_show_values_args():
+    r = runner("v3.19.5", answers=[(lambda a: "show" in a, (0, "managerConfig: {}\n", ""))])
+    assert r.show_values("oci://localhost:5000/kueue", "0.19.2", plain_http=True) == "managerConfig: {}\n"
+    assert r.run_command.calls[-1]["args"][1:] == ["show", "values", "oci://localhost:5000/kueue",
+                                                   "--version", "0.19.2", "--plain-http"]
+
+
+@pytest.mark.parametrize("tags,pre,expected", [
+    (["0.13.4", "0.19.2", "0.9.10", "latest", "sha256-abc.sig", "0.19.10-rc.0", "v0.18.6", "main"], False, "0.19.2"),
+    (["0.19.2", "0.19.10-rc.0", "0.19.10-rc.1", "0.19.3-devel"], True, "0.19.10-rc.1"),
+    (["0.20.0-rc.1", "0.20.0"], True, "0.20.0"),
+    (["1.0.0_build.5", "0.99.0"], False, "1.0.0_build.5"),
+    (["latest", "buildcache"], False, None),
+    ([], False, None),
+])
+def test_pick_latest(tags, pre, expected):
+    assert hr.pick_latest(tags, include_prerelease=pre) == expected
+
+
+def test_semver_prerelease_precedence():
+    ordered = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11",
+               "1.0.0-rc.1", "1.0.0"]
+    assert sorted(reversed(ordered), key=hr.semver_key) == ordered
+
+
+@pytest.mark.parametrize("ref", ["registry.k8s.io/kueue", "oci://registry.k8s.io", "oci://r.io/kueue:0.19.2"])
+def test_split_oci_ref_rejects(ref):
+    with pytest.raises(KueueOpsError):
+        hr.split_oci_ref(ref)
+
+
+def test_split_oci_ref():
+    assert hr.split_oci_ref("oci://registry.k8s.io/kueue/charts/kueue") == ("registry.k8s.io", "kueue/charts/kueue")
+    assert hr.split_oci_ref("oci://127.0.0.1:5000/charts/kueue/") == ("127.0.0.1:5000", "charts/kueue")

@@ -1,0 +1,245 @@
+"""helm_values: rendering Kueue values the chart understands, and catching the ones it ignores."""
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.kueueops.aks.plugins.module_utils import helm_values as hv
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+
+SEED_GATES = {"TopologyAwareScheduling": True, "LocalQueueMetrics": True}
+SEED_FRAMEWORKS = [
+    "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "jobset.x-k8s.io/jobset",
+    "kubeflow.org/paddlejob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
+    "kubeflow.org/jaxjob",
+]
+
+# The seed document's values.yaml, verbatim shape: managerConfig nested under controllerManager.
+SEED_VALUES_YAML = """
+controllerManager:
+  featureGates:
+    - name: TopologyAwareScheduling
+      enabled: true
+    - name: LocalQueueMetrics
+      enabled: true
+  managerConfig:
+    controllerManagerConfigYaml: |
+      apiVersion: config.kueue.x-k8s.io/v1beta1
+      kind: Configuration
+      integrations:
+        frameworks:
+          - batch/job
+          - kubeflow.org/mpijob
+          - ray.io/rayjob
+"""
+
+# Trimmed copies of charts/kueue/values.yaml managerConfig.controllerManagerConfigYaml.
+DEFAULT_019 = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+health:
+  healthProbeBindAddress: :8081
+metrics:
+  bindAddress: :8443
+webhook:
+  port: 9443
+leaderElection:
+  leaderElect: true
+  resourceName: c1f6bfd2.kueue.x-k8s.io
+controller:
+  groupKindConcurrency:
+    Job.batch: 5
+integrations:
+  frameworks:
+  - "batch/job"
+  - "pod"
+#  externalFrameworks:
+#  - "Foo.v1.example.com"
+"""
+DEFAULT_014 = DEFAULT_019.replace("v1beta2", "v1beta1")
+
+
+def _cfg(values):
+    return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+
+
+@pytest.mark.parametrize("version,default,api", [
+    ("0.19.2", DEFAULT_019, "config.kueue.x-k8s.io/v1beta2"),
+    ("0.14.8", DEFAULT_014, "config.kueue.x-k8s.io/v1beta1"),
+    # the module always writes the version's apiVersion, whatever the default said
+    ("0.19.2", DEFAULT_014, "config.kueue.x-k8s.io/v1beta2"),
+])
+def test_render_seed_gates_and_frameworks(version, default, api):
+    values = hv.render_values(version, SEED_GATES, SEED_FRAMEWORKS, {}, default)
+    assert values["controllerManager"]["featureGates"] == [
+        {"name": "LocalQueueMetrics", "enabled": True},
+        {"name": "TopologyAwareScheduling", "enabled": True},
+    ]
+    assert isinstance(values["managerConfig"]["controllerManagerConfigYaml"], str)
+    cfg = _cfg(values)
+    assert cfg["apiVersion"] == api
+    assert cfg["kind"] == "Configuration"
+    assert cfg["integrations"]["frameworks"] == SEED_FRAMEWORKS
+    # the rest of the chart default is kept
+    assert cfg["leaderElection"]["resourceName"] == "c1f6bfd2.kueue.x-k8s.io"
+    assert cfg["controller"]["groupKindConcurrency"] == {"Job.batch": 5}
+    assert hv.detect_misnested_values(values) == []
+
+
+def test_render_is_deterministic():
+    a = hv.render_values("0.19.2", SEED_GATES, SEED_FRAMEWORKS, {}, DEFAULT_019)
+    b = hv.render_values("0.19.2", dict(reversed(list(SEED_GATES.items()))), SEED_FRAMEWORKS, {}, DEFAULT_019)
+    assert a == b
+
+
+def test_no_options_leaves_user_values_alone():
+    user = {"controllerManager": {"replicas": 2}}
+    assert hv.render_values("0.19.2", None, None, user, DEFAULT_019) == user
+
+
+def test_user_values_merged_underneath():
+    user = {"controllerManager": {"replicas": 2, "manager": {"logLevel": 4}}, "enablePrometheus": True}
+    values = hv.render_values("0.19.2", SEED_GATES, None, user, DEFAULT_019)
+    assert values["controllerManager"]["replicas"] == 2
+    assert values["controllerManager"]["manager"] == {"logLevel": 4}
+    assert values["enablePrometheus"] is True
+    assert len(values["controllerManager"]["featureGates"]) == 2
+    assert user == {"controllerManager": {"replicas": 2, "manager": {"logLevel": 4}}, "enablePrometheus": True}
+
+
+def test_unknown_version_still_renders_with_chart_api_version():
+    values = hv.render_values("0.99.0", None, ["batch/job"], {}, DEFAULT_019)
+    assert _cfg(values)["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+
+
+def test_seed_misnested_values_detected():
+    seed = yaml.safe_load(SEED_VALUES_YAML)
+    problems = hv.detect_misnested_values(seed)
+    assert len(problems) == 1
+    msg = problems[0]
+    assert "controllerManager.managerConfig" in msg
+    assert "TOP-LEVEL" in msg and "managerConfig.controllerManagerConfigYaml" in msg
+    assert "integrations option" in msg
+    with pytest.raises(KueueOpsError) as err:
+        hv.render_values("0.19.2", None, None, seed, DEFAULT_019)
+    assert err.value.field == "values"
+    assert "managerConfig" in str(err.value) and "Fix:" in str(err.value)
+
+
+@pytest.mark.parametrize("values,needle", [
+    ({"featureGates": [{"name": "A", "enabled": True}]}, "featureGates is ignored"),
+    ({"controllerManager": {"manager": {"featureGates": []}}}, "controllerManager.manager.featureGates"),
+    ({"controllerManagerConfigYaml": "kind: Configuration"}, "controllerManagerConfigYaml is ignored"),
+    ({"managerConfig": {"integrations": {"frameworks": ["batch/job"]}}}, "managerConfig.integrations"),
+    ({"managerConfig": {"controllerManagerConfigYaml": {"kind": "Configuration"}}}, "expects a string"),
+    ({"controllerManager": {"featureGates": {"TopologyAwareScheduling": True}}}, "is a mapping"),
+    ({"controllerManager": {"featureGates": [{"name": "A", "enabled": "true"}]}}, "must be a boolean"),
+    ({"managerConfig": {"controllerManagerConfigYaml": "a: [b"}}, "not valid YAML"),
+])
+def test_other_silently_ignored_shapes(values, needle):
+    problems = hv.detect_misnested_values(values)
+    assert problems, values
+    assert any(needle in p for p in problems), problems
+
+
+def test_well_shaped_values_pass():
+    values = {"controllerManager": {"featureGates": [{"name": "A", "enabled": False}]},
+              "managerConfig": {"controllerManagerConfigYaml": "kind: Configuration\n"}}
+    assert hv.detect_misnested_values(values) == []
+
+
+def test_option_and_user_gates_conflict_names_both():
+    user = {"controllerManager": {"featureGates": [{"name": "PartialAdmission", "enabled": True}]}}
+    with pytest.raises(KueueOpsError) as err:
+        hv.render_values("0.19.2", SEED_GATES, None, user, DEFAULT_019)
+    msg = str(err.value)
+    assert "feature_gates option" in msg and "values.controllerManager.featureGates" in msg
+
+
+def test_option_and_user_frameworks_conflict_names_both():
+    user = {"managerConfig": {"controllerManagerConfigYaml": DEFAULT_019}}
+    with pytest.raises(KueueOpsError) as err:
+        hv.render_values("0.19.2", None, ["batch/job"], user, DEFAULT_019)
+    msg = str(err.value)
+    assert "integrations option" in msg and "values.managerConfig.controllerManagerConfigYaml" in msg
+
+
+def test_user_config_without_frameworks_is_the_base():
+    user_cfg = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nmanageJobsWithoutQueueName: true\n"
+    values = hv.render_values("0.19.2", None, ["batch/job"], {"managerConfig": {"controllerManagerConfigYaml": user_cfg}},
+                              DEFAULT_019)
+    cfg = _cfg(values)
+    assert cfg["manageJobsWithoutQueueName"] is True
+    assert cfg["apiVersion"] == "config.kueue.x-k8s.io/v1beta1"  # still compiled into 0.19: kept
+    assert cfg["integrations"]["frameworks"] == ["batch/job"]
+    bad = user_cfg.replace("v1beta1", "v1alpha9")
+    with pytest.raises(KueueOpsError):
+        hv.render_values("0.19.2", None, ["batch/job"], {"managerConfig": {"controllerManagerConfigYaml": bad}},
+                         DEFAULT_019)
+
+
+@pytest.mark.parametrize("config_gates", ["featureGates:\n  PartialAdmission: true\n", "featureGates: {}\n"])
+def test_gates_in_both_places_refused(config_gates):
+    user = {"managerConfig": {"controllerManagerConfigYaml": "kind: Configuration\n" + config_gates}}
+    with pytest.raises(KueueOpsError) as err:
+        hv.render_values("0.19.2", SEED_GATES, None, user, DEFAULT_019)
+    msg = str(err.value)
+    assert "--feature-gates" in msg and "controllerManager.featureGates" in msg
+    assert "featureGates: in values.managerConfig.controllerManagerConfigYaml" in msg
+
+
+def test_gates_in_both_places_detected_in_plain_values():
+    values = {"controllerManager": {"featureGates": [{"name": "A", "enabled": True}]},
+              "managerConfig": {"controllerManagerConfigYaml": "kind: Configuration\nfeatureGates:\n  B: true\n"}}
+    assert hv.detect_feature_gate_conflict(values)
+    # null featureGates is nil in Go: no conflict; an empty CLI list renders no flag: no conflict
+    values["managerConfig"]["controllerManagerConfigYaml"] = "kind: Configuration\nfeatureGates:\n"
+    assert hv.detect_feature_gate_conflict(values) == []
+    values["controllerManager"]["featureGates"] = []
+    values["managerConfig"]["controllerManagerConfigYaml"] = "featureGates: {A: true}\n"
+    assert hv.detect_feature_gate_conflict(values) == []
+
+
+def test_gates_in_config_only_is_fine():
+    user = {"managerConfig": {"controllerManagerConfigYaml": "kind: Configuration\nfeatureGates:\n  A: true\n"}}
+    assert hv.render_values("0.19.2", None, None, user, DEFAULT_019) == user
+
+
+def test_string_gate_values_coerced_and_garbage_refused():
+    values = hv.render_values("0.19.2", {"A": "false"}, None, {}, DEFAULT_019)
+    assert values["controllerManager"]["featureGates"] == [{"name": "A", "enabled": False}]
+    with pytest.raises(KueueOpsError):
+        hv.render_values("0.19.2", {"A": "maybe"}, None, {}, DEFAULT_019)
+
+
+def test_chart_default_config_yaml():
+    text = yaml.safe_dump({"managerConfig": {"controllerManagerConfigYaml": DEFAULT_019}})
+    assert hv.chart_default_config_yaml(text) == DEFAULT_019
+    with pytest.raises(KueueOpsError):
+        hv.chart_default_config_yaml("foo: bar\n")
+
+
+def test_effective_from_deployment():
+    args = ["--config=/controller_manager_config.yaml", "--zap-log-level=2",
+            "--feature-gates=LocalQueueMetrics=true,TopologyAwareScheduling=false"]
+    cm = "apiVersion: config.kueue.x-k8s.io/v1beta2\nintegrations:\n  frameworks:\n  - batch/job\n  - ray.io/rayjob\n"
+    gates, frameworks = hv.effective_from_deployment(args, cm)
+    assert gates == {"LocalQueueMetrics": True, "TopologyAwareScheduling": False}
+    assert frameworks == ["batch/job", "ray.io/rayjob"]
+
+
+def test_effective_from_deployment_config_gates_and_defaults():
+    gates, frameworks = hv.effective_from_deployment(["--feature-gates", "A=T,B=0"], "")
+    assert gates == {"A": True, "B": False} and frameworks == ["batch/job"]
+    gates, frameworks = hv.effective_from_deployment([], "featureGates:\n  A: true\nintegrations: {}\n")
+    assert gates == {"A": True} and frameworks == ["batch/job"]
+    with pytest.raises(ValueError):
+        hv.parse_feature_gates_flag("A=maybe")
+
+
+def test_roundtrip_render_then_read_back():
+    values = hv.render_values("0.19.2", SEED_GATES, SEED_FRAMEWORKS, {}, DEFAULT_019)
+    flag = "--feature-gates=" + ",".join(
+        "%s=%s" % (g["name"], str(g["enabled"]).lower()) for g in values["controllerManager"]["featureGates"])
+    gates, frameworks = hv.effective_from_deployment([flag], values["managerConfig"]["controllerManagerConfigYaml"])
+    assert gates == SEED_GATES and frameworks == SEED_FRAMEWORKS

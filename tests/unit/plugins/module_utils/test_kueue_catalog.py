@@ -1,0 +1,158 @@
+"""kueue_catalog: facts per Kueue minor and name validation."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog as cat
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+GEN = os.path.join(ROOT, "hack", "gen_kueue_catalog.py")
+MODDIR = "/root/go/pkg/mod/sigs.k8s.io/kueue@v%s"
+
+SEED_GATES = {"TopologyAwareScheduling": True, "LocalQueueMetrics": True}
+SEED_FRAMEWORKS = [
+    "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "jobset.x-k8s.io/jobset",
+    "kubeflow.org/paddlejob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
+    "kubeflow.org/jaxjob",
+]
+
+
+@pytest.mark.parametrize("text,minor", [
+    ("v0.19.2", "0.19"), ("0.19.2", "0.19"), ("0.14", "0.14"), (" v0.13.10 ", "0.13"),
+    ("0.20.0-rc.1", "0.20"), ("latest", None), ("", None), (None, None), ("v1", None),
+])
+def test_minor_of(text, minor):
+    assert cat.minor_of(text) == minor
+
+
+def test_all_minors_present():
+    assert cat.known_minors() == ["0.13", "0.14", "0.15", "0.16", "0.17", "0.18", "0.19"]
+
+
+@pytest.mark.parametrize("minor,api", [
+    ("0.13", "config.kueue.x-k8s.io/v1beta1"), ("0.14", "config.kueue.x-k8s.io/v1beta1"),
+    ("0.15", "config.kueue.x-k8s.io/v1beta2"), ("0.19", "config.kueue.x-k8s.io/v1beta2"),
+])
+def test_config_api_version(minor, api):
+    assert cat.catalog_for(minor).config_api_version == api
+
+
+def test_framework_history():
+    trainjob, rayservice = "trainer.kubeflow.org/trainjob", "ray.io/rayservice"
+    assert trainjob not in cat.catalog_for("0.13.4").frameworks
+    assert trainjob in cat.catalog_for("0.14.0").frameworks
+    assert rayservice not in cat.catalog_for("0.16").frameworks
+    assert rayservice in cat.catalog_for("0.17").frameworks
+
+
+def test_local_queue_metrics_stage():
+    old = cat.catalog_for("0.16").feature_gates["LocalQueueMetrics"]
+    new = cat.catalog_for("0.17").feature_gates["LocalQueueMetrics"]
+    assert (old.stage, old.default) == ("alpha", False)
+    assert (new.stage, new.default) == ("beta", True)
+
+
+def test_crds_match_seed_list():
+    expected = sorted(n + ".kueue.x-k8s.io" for n in (
+        "admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
+        "provisioningrequestconfigs", "resourceflavors", "topologies", "workloadpriorityclasses", "workloads"))
+    for minor in cat.known_minors():
+        assert cat.catalog_for(minor).crd_names == expected
+    assert cat.catalog_for("0.19").kueue_api_storage == "v1beta2"
+    assert cat.catalog_for("0.14").kueue_api_served == ["v1beta1"]
+
+
+def test_seed_names_valid_for_019_and_014():
+    for version in ("v0.19.2", "0.14.8"):
+        assert cat.validate_feature_gates(version, SEED_GATES) == []
+        assert cat.validate_integrations(version, SEED_FRAMEWORKS) == []
+
+
+def test_unknown_gate_lists_valid_names_sorted():
+    problems = cat.validate_feature_gates("0.19.2", {"TopologyAwareSchedulng": True})
+    assert len(problems) == 1
+    msg = problems[0]
+    assert "TopologyAwareSchedulng" in msg and "Did you mean 'TopologyAwareScheduling'" in msg
+    listed = msg.split("Valid feature gates: ", 1)[1].rstrip(".").split(", ")
+    assert listed == sorted(cat.catalog_for("0.19").feature_gates)
+    assert "LocalQueueMetrics" in listed
+
+
+def test_unknown_framework_lists_valid_names():
+    problems = cat.validate_integrations("0.16.2", ["ray.io/rayservice", "batch/job", "batch/job"])
+    assert any("listed twice" in p for p in problems)
+    bad = [p for p in problems if "ray.io/rayservice" in p][0]
+    listed = bad.split("Valid frameworks: ", 1)[1].rstrip(".").split(", ")
+    assert listed == sorted(listed) and "ray.io/raycluster" in listed and "ray.io/rayservice" not in listed
+
+
+def test_unknown_version_warns_and_does_not_validate():
+    assert cat.catalog_for("0.99.0") is None
+    assert cat.validate_feature_gates("0.99.0", {"Whatever": True}) == []
+    assert cat.validate_integrations("0.99.0", ["x/y"]) == []
+    warning = cat.version_warning("0.99.0")
+    assert "0.99" in warning and "0.19" in warning and "not validated" in warning
+    assert cat.version_warning("0.19.2") is None
+    assert "not a version" in cat.version_warning("garbage")
+
+
+def test_non_bool_gate_value():
+    assert "true or false" in cat.validate_feature_gates("0.19", {"TopologyAwareScheduling": "yes"})[0]
+
+
+def test_gate_backported_in_later_patch():
+    rel = cat.catalog_for("0.18")
+    assert rel.gate_min_patch["PodIntegrationValidateGroupOwner"] == "0.18.6"
+    problems = cat.validate_feature_gates("0.18.4", {"PodIntegrationValidateGroupOwner": True})
+    assert problems and "0.18.6" in problems[0]
+    assert cat.validate_feature_gates("0.18.6", {"PodIntegrationValidateGroupOwner": True}) == []
+    # minor only: cannot tell, so no complaint
+    assert cat.validate_feature_gates("0.18", {"PodIntegrationValidateGroupOwner": True}) == []
+
+
+def test_locked_gate_set_to_non_default():
+    problems = cat.validate_feature_gates("0.19", {"HierarchicalCohorts": False})
+    assert problems and "locked" in problems[0]
+    assert cat.validate_feature_gates("0.19", {"HierarchicalCohorts": True}) == []
+
+
+def test_disabling_tas_alone_breaks_dependents():
+    problems = cat.validate_feature_gates("0.19", {"TopologyAwareScheduling": False})
+    assert any("TASFailedNodeReplacement" in p and "TopologyAwareScheduling" in p for p in problems)
+    # 0.13 TAS sub-features that are on by default do not exist yet
+    assert cat.validate_feature_gates("0.13", {"TopologyAwareScheduling": False}) == []
+
+
+def test_builtin_gates_accepted():
+    assert cat.validate_feature_gates("0.19", {"AllAlpha": False}) == []
+
+
+def _generate(args):
+    out = subprocess.run([sys.executable, GEN] + args, check=True, capture_output=True, text=True).stdout
+    ns = {}
+    exec(out.split("\n", 1)[1], ns)  # skip the BEGIN marker line
+    return ns["GENERATED"]
+
+
+@pytest.mark.skipif(not os.path.isdir(MODDIR % "0.19.2"), reason="sigs.k8s.io/kueue@v0.19.2 module not downloaded "
+                    "(cd /tmp && go mod download sigs.k8s.io/kueue@v0.19.2)")
+def test_catalog_matches_generator_on_module_source():
+    gen = _generate(["--src", MODDIR % "0.19.2"])["0.19"]
+    stored = cat.GENERATED["0.19"]
+    for key in ("config_api_version", "frameworks", "feature_gates", "crds", "default_frameworks",
+                "gate_dependencies"):
+        assert gen[key] == stored[key], key
+
+
+@pytest.mark.skipif(not os.path.isdir(MODDIR % "0.18.4"), reason="sigs.k8s.io/kueue@v0.18.4 module not downloaded")
+def test_gate_min_patch_consistent_with_0_18_4_source():
+    gen = _generate(["--src", MODDIR % "0.18.4"])["0.18"]
+    rel = cat.catalog_for("0.18")
+    for name in rel.feature_gates:
+        if name not in gen["feature_gates"]:
+            assert cat.parse_version(rel.gate_min_patch[name])[2] > 4, name
+        else:
+            assert cat.parse_version(rel.gate_min_patch.get(name, "0.18.0"))[2] <= 4, name
