@@ -75,8 +75,9 @@ build_kube() {
   go mod edit "${args[@]}"
   go mod edit -require "k8s.io/kubernetes@$version"
   local pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl)
-  # A stub main importing the commands lets `go mod tidy`-free resolution work.
-  go get "${pkgs[@]}" >/dev/null
+  # Pin the version on each package: an unversioned `go get` would move
+  # k8s.io/kubernetes to the newest release, away from the staging replaces.
+  go get "${pkgs[@]/%/@$version}" >/dev/null
   local x="-s -w"
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     x+=" -X $p.gitVersion=$version -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"

@@ -12,7 +12,7 @@ description:
   - The Kueue Deployments are ready (C(kueue-controller-manager); for the AKS managed extension also
     C(kueue-extension)).
   - The expected Kueue CRDs exist and are C(Established).
-  - The webhook configurations pointing at the Kueue namespace carry a CA bundle, and the webhook answers:
+  - The webhook configurations pointing at the Kueue namespace carry a CA bundle, and the webhook answers;
     a server-side dry-run create of a ClusterQueue goes through Kueue's mutating and validating webhooks
     without storing anything.
   - For a Helm install, the release's latest revision is C(deployed) (read from Helm's own release records,

@@ -151,6 +151,9 @@ class Manager:
                                  certDir=os.path.join(self.dir, "certs"))
         config.pop("pprofBindAddress", None)
         config["namespace"] = self.ns
+        # In a pod, client-go reads the namespace from the service account mount.
+        if isinstance(config.get("leaderElection"), dict):
+            config["leaderElection"].setdefault("resourceNamespace", self.ns)
         args = []
         gates_on_cli = False
         for arg in c.get("args", []):

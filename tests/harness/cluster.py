@@ -173,6 +173,7 @@ class Cluster:
             if not os.access(tools.get(key, ""), os.X_OK):
                 raise HarnessError("%s is not built (%r): run `make toolchain`" % (key, tools.get(key)))
         os.makedirs(self.folder, exist_ok=True)
+        subprocess.run(["rm", "-rf", self.path("logs")], check=False)  # logs are per run
         for sub in ("logs", "etcd", "registry", "pki", "agent"):
             os.makedirs(self.path(sub), mode=0o700, exist_ok=True)
         ports = {name: free_port() for name in ("etcd", "etcd_peer", "apiserver", "registry", "kcm")}

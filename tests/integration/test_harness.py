@@ -80,8 +80,8 @@ def assert_loopback_only(cluster, kube) -> None:
             target = svc.spec.external_name
             assert target in ("localhost",) or ipaddress.ip_address(target).is_loopback, svc.metadata.name
         else:
-            for ip in svc.spec.cluster_i_ps or []:
-                if ip != "None":
+            for ip in (getattr(svc.spec, "cluster_ips", None) or [svc.spec.cluster_ip]):
+                if ip and ip != "None":
                     assert ipaddress.ip_address(ip).is_loopback, "%s/%s has ClusterIP %s" % (
                         svc.metadata.namespace, svc.metadata.name, ip)
     adm = client.AdmissionregistrationV1Api(kube)
@@ -177,7 +177,18 @@ def test_kueue_chart_end_to_end(cluster, kube, helm_major):
         os.unlink(cluster.path("agent", "hold"))
     wait_for("the manager back and ready", deployment_ready, timeout=120)
 
-    batch.delete_namespaced_job("sample-job", job_ns, propagation_policy="Background")
+    # Drain while Kueue runs: it removes its resource-in-use finalizers only while it is
+    # alive. (Uninstalling first leaves the Workload, ClusterQueue and ResourceFlavor
+    # stuck on those finalizers and the CRDs terminating forever - the trap the
+    # collection's uninstall path exists to avoid.)
+    batch.delete_namespaced_job("sample-job", job_ns, propagation_policy="Foreground")
+    wait_for("the Workload deleted", lambda: not custom.list_namespaced_custom_object(
+        GROUP, "v1beta2", job_ns, "workloads")["items"])
+    custom.delete_namespaced_custom_object(GROUP, "v1beta2", job_ns, "localqueues", "user-queue")
+    custom.delete_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", "cluster-queue")
+    custom.delete_cluster_custom_object(GROUP, "v1beta2", "resourceflavors", "default-flavor")
+    wait_for("queues deleted", lambda: not custom.list_cluster_custom_object(GROUP, "v1beta2", "clusterqueues")["items"]
+             and not custom.list_cluster_custom_object(GROUP, "v1beta2", "resourceflavors")["items"])
     helm(cluster, binary, "uninstall", "kueue", "--namespace", ns, "--wait", "--timeout", "3m")
     core.delete_namespace(ns)
     core.delete_namespace(job_ns)

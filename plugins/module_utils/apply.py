@@ -1,0 +1,658 @@
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The apply engine of kueue_queues, on a ``kubernetes.client.ApiClient``.
+
+One run:
+
+1. discovery: which version of each Kueue kind the cluster serves (v1beta2 first);
+2. one LIST per kind (all namespaces for LocalQueues) and of Namespaces: the
+   live state every cross-reference, prune and diff decision uses;
+3. normalisation and cross-reference validation (``queues.validate``);
+4. a server-side apply dry-run (``dryRun=All``, ``fieldValidation=Strict``) of
+   EVERY object, so the CRD schema, CEL rules and Kueue's webhooks judge all of
+   them; every failure is collected and nothing is written if there is one;
+5. the dry-run result is compared with the live object to decide
+   created/updated/unchanged (``queues.apply_changes``); unchanged objects are not
+   written at all, so an idempotent run makes no write request;
+6. apply in dependency order, concurrently within a kind (one shared ApiClient:
+   its urllib3 PoolManager is thread-safe and the pool is sized to the workers);
+7. prune, in reverse order; 8. wait for ``Active=True`` with watches.
+
+Everything raises ``KueueOpsError`` / ``QueueProblems``; nothing is meant to
+escape as a traceback.
+"""
+
+import copy
+import json
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message
+from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
+
+try:
+    from kubernetes import client as k8s
+    from kubernetes import watch as k8s_watch
+    from kubernetes.client.exceptions import ApiException
+except ImportError:  # pragma: no cover - the module reports missing_required_lib
+    k8s = None
+    k8s_watch = None
+    ApiException = Exception
+
+APPLY_PATCH = 'application/apply-patch+yaml'
+DRAIN_MANAGER = 'kueueops-drain'
+REQUEST_TIMEOUT = 60
+_FIELD_RE = re.compile(r'((?:spec|metadata)(?:\.[A-Za-z0-9_]+(?:\[[^\]]*\])*)+)')
+
+
+class QueueProblems(Exception):
+    """Validation failed: ``problems`` lists every one; nothing was written."""
+
+    def __init__(self, problems, stage):
+        super().__init__('%d problem(s)' % len(problems))
+        self.problems = problems
+        self.stage = stage
+
+    def message(self):
+        lines = ['%d problem(s) in the Kueue configuration (%s); nothing was written:' % (
+            len(self.problems), self.stage)]
+        for idx, problem in enumerate(self.problems, 1):
+            lines.append('%d) %s' % (idx, problem))
+        return ' '.join(lines)
+
+
+def _status_body(exc):
+    body = getattr(exc, 'body', None)
+    if isinstance(body, bytes):
+        body = body.decode('utf-8', 'replace')
+    try:
+        data = json.loads(body) if body else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def problems_from_api_error(exc, label):
+    """Problems (one per cause when the API server lists causes) for a failed request on ``label``."""
+    if not isinstance(exc, ApiException):
+        return [q.Problem(label, None, '%s: %s' % (type(exc).__name__, exc))]
+    data = _status_body(exc) or {}
+    message = str(data.get('message') or api_exception_message(exc))
+    causes = (data.get('details') or {}).get('causes') or []
+    out = []
+    if exc.status == 409 and causes and any(c.get('reason') == 'FieldManagerConflict' for c in causes):
+        for cause in causes:
+            field = (cause.get('field') or '').lstrip('.') or None
+            out.append(q.Problem(label, field, '%s; set force: true to take the field over from that manager'
+                                 % (cause.get('message') or 'conflict')))
+        return out
+    for cause in causes:
+        field = (cause.get('field') or '').lstrip('.') or None
+        text = cause.get('message') or cause.get('reason') or message
+        if field and text.startswith(field + ':'):
+            text = text[len(field) + 1:].strip()
+        out.append(q.Problem(label, field, text))
+    if out:
+        return out
+    match = _FIELD_RE.search(message)
+    field = match.group(1) if match else None
+    return [q.Problem(label, field, 'rejected by the API server (HTTP %s): %s' % (exc.status, message))]
+
+
+def _to_dict(value):
+    if value is None or isinstance(value, dict):
+        return value
+    if hasattr(value, 'to_dict'):
+        return value.to_dict()
+    return value
+
+
+class QueueEngine:
+    """Server-side apply of a Kueue configuration; see the module docstring."""
+
+    def __init__(self, api_client, manager=q.FIELD_MANAGER, workers=8, log=None):
+        self.api = api_client
+        self.manager = manager
+        self.workers = max(1, int(workers))
+        self.custom = k8s.CustomObjectsApi(api_client)
+        self.core = k8s.CoreV1Api(api_client)
+        self.apps = k8s.AppsV1Api(api_client)
+        self.served = {}
+        self.log = log or (lambda msg: None)
+        self._size_pool()
+
+    def _size_pool(self):
+        """One connection per worker, so concurrent requests do not open throwaway connections."""
+        try:
+            pool = self.api.rest_client.pool_manager
+            if pool.connection_pool_kw.get('maxsize', 1) < self.workers:
+                pool.connection_pool_kw['maxsize'] = self.workers
+                pool.clear()
+        except AttributeError:  # pragma: no cover - another client layout
+            pass
+
+    # ----------------------------------------------------------- helpers
+    def _map(self, fn, items):
+        """``fn`` over ``items`` on the worker pool; returns [(item, result, exception)]."""
+        items = list(items)
+        if not items:
+            return []
+
+        def call(item):
+            try:
+                return item, fn(item), None
+            except Exception as exc:  # pylint: disable=broad-except
+                return item, None, exc
+
+        if len(items) == 1 or self.workers == 1:
+            return [call(item) for item in items]
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(items))) as pool:
+            return list(pool.map(call, items))
+
+    def version_of(self, kind):
+        return self.served[kind]
+
+    # --------------------------------------------------------- discovery
+    def discover(self):
+        """kind -> served version, v1beta2 preferred. Raises KueueOpsError if Kueue is not served."""
+        served = {}
+        for version in reversed(q.VERSIONS):  # v1beta1 first, v1beta2 overrides
+            try:
+                resources = _to_dict(self.custom.get_api_resources(q.GROUP, version, _request_timeout=REQUEST_TIMEOUT))
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            names = set(r.get('name') for r in (resources or {}).get('resources') or [])
+            for kind, plural in q.PLURALS.items():
+                if plural in names:
+                    served[kind] = version
+        if not served:
+            raise KueueOpsError('the cluster does not serve the %s API group (v1beta2 or v1beta1)' % q.GROUP,
+                                field='resources', fix='install Kueue first (kueueops.aks.kueue_helm) and check '
+                                                       'that its CRDs are established (kueueops.aks.kueue_verify)')
+        self.served = served
+        return served
+
+    def detect_aks_extension(self, namespace):
+        """The AKS managed extension runs a ``kueue-extension`` Deployment next to Kueue."""
+        try:
+            self.apps.read_namespaced_deployment('kueue-extension', namespace, _request_timeout=REQUEST_TIMEOUT)
+            return True
+        except ApiException as exc:
+            if exc.status in (404, 403):
+                return False
+            raise
+
+    # ------------------------------------------------------------- reads
+    def _list(self, kind):
+        version = self.version_of(kind)
+        plural = q.PLURALS[kind]
+        items = []
+        token = None
+        while True:
+            kwargs = dict(limit=500, _request_timeout=REQUEST_TIMEOUT)
+            if token:
+                kwargs['_continue'] = token
+            page = self.custom.list_cluster_custom_object(q.GROUP, version, plural, **kwargs)
+            for item in page.get('items') or []:
+                item.setdefault('apiVersion', '%s/%s' % (q.GROUP, version))
+                item.setdefault('kind', kind)
+                items.append(item)
+            token = (page.get('metadata') or {}).get('continue')
+            if not token:
+                return items
+
+    def list_live(self, kinds=None):
+        """kind -> {key: live object} for every served kind (or ``kinds``)."""
+        kinds = [k for k in (kinds or q.KIND_ORDER) if k in self.served]
+        live = {}
+        for kind, items, exc in self._map(self._list, kinds):
+            if exc is not None:
+                raise exc
+            live[kind] = dict((q.obj_key(item), item) for item in items)
+        return live
+
+    def list_namespaces(self):
+        names = set()
+        token = None
+        while True:
+            kwargs = dict(limit=500, _request_timeout=REQUEST_TIMEOUT)
+            if token:
+                kwargs['_continue'] = token
+            page = self.core.list_namespace(**kwargs)
+            for item in page.items or []:
+                names.add(item.metadata.name)
+            meta = page.metadata
+            token = (getattr(meta, 'var_continue', None) or getattr(meta, '_continue', None)) if meta else None
+            if not token:
+                return names
+
+    def get(self, key):
+        kind, namespace, name = key
+        version = self.version_of(kind)
+        try:
+            if namespace:
+                return self.custom.get_namespaced_custom_object(q.GROUP, version, namespace, q.PLURALS[kind], name,
+                                                                _request_timeout=REQUEST_TIMEOUT)
+            return self.custom.get_cluster_custom_object(q.GROUP, version, q.PLURALS[kind], name,
+                                                         _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    # ------------------------------------------------------------ writes
+    def server_apply(self, obj, dry_run=False, force=False, manager=None):
+        """Server-side apply of ``obj``; returns the object as stored (or as it would be)."""
+        kind, namespace, name = q.obj_key(obj)
+        version = obj['apiVersion'].split('/', 1)[1]
+        kwargs = dict(field_manager=manager or self.manager, field_validation='Strict',
+                      _content_type=APPLY_PATCH, _request_timeout=REQUEST_TIMEOUT)
+        if dry_run:
+            kwargs['dry_run'] = 'All'
+        if force:
+            kwargs['force'] = True
+        if namespace:
+            return self.custom.patch_namespaced_custom_object(q.GROUP, version, namespace, q.PLURALS[kind], name,
+                                                              obj, **kwargs)
+        return self.custom.patch_cluster_custom_object(q.GROUP, version, q.PLURALS[kind], name, obj, **kwargs)
+
+    def dry_run_create_elsewhere(self, obj, namespace):
+        """Dry-run create of a LocalQueue under a generated name in an existing namespace:
+        validates its content when its own namespace does not exist yet."""
+        body = copy.deepcopy(obj)
+        meta = body['metadata']
+        meta['generateName'] = meta.pop('name')[:40] + '-'
+        meta['namespace'] = namespace
+        version = obj['apiVersion'].split('/', 1)[1]
+        return self.custom.create_namespaced_custom_object(
+            q.GROUP, version, namespace, q.PLURALS[obj['kind']], body, dry_run='All', field_manager=self.manager,
+            field_validation='Strict', _request_timeout=REQUEST_TIMEOUT)
+
+    def delete(self, key, dry_run=False):
+        kind, namespace, name = key
+        version = self.version_of(kind)
+        kwargs = dict(propagation_policy='Background', _request_timeout=REQUEST_TIMEOUT)
+        if dry_run:
+            kwargs['dry_run'] = 'All'
+        try:
+            if namespace:
+                self.custom.delete_namespaced_custom_object(q.GROUP, version, namespace, q.PLURALS[kind], name,
+                                                            **kwargs)
+            else:
+                self.custom.delete_cluster_custom_object(q.GROUP, version, q.PLURALS[kind], name, **kwargs)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def create_namespace(self, name):
+        body = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': name}}
+        try:
+            self.core.create_namespace(body, field_manager=self.manager, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+        return True
+
+    # ------------------------------------------------------------- phases
+    def dry_run_all(self, objects, live, namespaces, force=False, hold=False):
+        """Dry-run every object; returns ({key: dry-run result or None}, [problems])."""
+        substitute = None
+        for candidate in ('default', 'kube-system'):
+            if candidate in namespaces:
+                substitute = candidate
+                break
+        if substitute is None and namespaces:
+            substitute = sorted(namespaces)[0]
+
+        def run(obj):
+            key = q.obj_key(obj)
+            if obj['kind'] in q.NAMESPACED and key[1] not in namespaces:
+                if substitute is None:
+                    return None
+                self.dry_run_create_elsewhere(obj, substitute)
+                return None
+            result = self.server_apply(obj, dry_run=True, force=force)
+            if hold and obj['kind'] == 'ClusterQueue':
+                self.server_apply(held(obj), dry_run=True, force=force)
+            return result
+
+        results = {}
+        problems = []
+        for obj, result, exc in self._map(run, objects):
+            if exc is not None:
+                problems.extend(problems_from_api_error(exc, q.obj_label(obj)))
+            else:
+                results[q.obj_key(obj)] = result
+        return results, problems
+
+    def apply_kind(self, objects, force=False):
+        """Apply ``objects`` (one kind) concurrently; returns ({key: stored}, [problems])."""
+        stored = {}
+        problems = []
+        for obj, result, exc in self._map(lambda o: self.server_apply(o, force=force), objects):
+            if exc is not None:
+                problems.extend(problems_from_api_error(exc, q.obj_label(obj)))
+            else:
+                stored[q.obj_key(obj)] = result
+        return stored, problems
+
+    def drain(self, key):
+        """Set stopPolicy HoldAndDrain on a ClusterQueue (own field manager, forced)."""
+        body = {'apiVersion': '%s/%s' % (q.GROUP, self.version_of(key[0])), 'kind': key[0],
+                'metadata': {'name': key[2]}, 'spec': {'stopPolicy': 'HoldAndDrain'}}
+        self.server_apply(body, force=True, manager=DRAIN_MANAGER)
+
+    def waiting_reason(self, key, obj):
+        """Why a deleted object is still there (Kueue's resource-in-use finalizer)."""
+        finalizers = (obj.get('metadata') or {}).get('finalizers') or []
+        status = obj.get('status') or {}
+        if key[0] == 'ClusterQueue':
+            return ('held by finalizer %s: %s admitted and %s reserving workload(s) still use it; they finish, or '
+                    'set prune_drain: true to evict them (stopPolicy HoldAndDrain)'
+                    % (q.RESOURCE_IN_USE_FINALIZER, status.get('admittedWorkloads', 0),
+                       status.get('reservingWorkloads', 0)))
+        if key[0] == 'ResourceFlavor':
+            return ('held by finalizer %s: a ClusterQueue still references this flavor (or is being deleted '
+                    'while workloads use it)' % q.RESOURCE_IN_USE_FINALIZER)
+        return 'held by finalizer(s) %s' % ', '.join(finalizers) if finalizers else 'deletion in progress'
+
+    def wait_gone(self, keys, seconds):
+        """Poll until ``keys`` are gone or ``seconds`` pass; {key: live object} of those left."""
+        deadline = time.time() + seconds
+        left = dict((k, None) for k in keys)
+        while left:
+            for key, obj, exc in self._map(self.get, list(left)):
+                if exc is None and obj is None:
+                    left.pop(key)
+                elif exc is None:
+                    left[key] = obj
+            if not left or time.time() >= deadline:
+                break
+            time.sleep(0.5)
+        return left
+
+    # ------------------------------------------------------------ waiting
+    def wait_active(self, keys_by_kind, deadline):
+        """Wait until every key reports Active=True; {key: reason} of those that do not."""
+        not_active = {}
+        for kind in q.ACTIVE_KINDS:
+            keys = set(keys_by_kind.get(kind) or ())
+            if not keys:
+                continue
+            not_active.update(self._wait_kind_active(kind, keys, deadline))
+        return not_active
+
+    def _wait_kind_active(self, kind, keys, deadline):
+        version = self.version_of(kind)
+        plural = q.PLURALS[kind]
+        state = {}
+        while True:
+            page = self.custom.list_cluster_custom_object(q.GROUP, version, plural, _request_timeout=REQUEST_TIMEOUT)
+            rv = (page.get('metadata') or {}).get('resourceVersion')
+            for item in page.get('items') or []:
+                item.setdefault('kind', kind)
+                key = q.obj_key(item)
+                if key in keys:
+                    state[key] = q.active_state(item)
+            pending = self._pending(keys, state)
+            remaining = deadline - time.time()
+            if not pending or remaining <= 0:
+                return pending
+            watcher = k8s_watch.Watch()
+            try:
+                for event in watcher.stream(self.custom.list_cluster_custom_object, q.GROUP, version, plural,
+                                            resource_version=rv, timeout_seconds=max(1, int(min(remaining, 60))),
+                                            _request_timeout=min(remaining, 60) + 10):
+                    item = event.get('object') if isinstance(event, dict) else None
+                    if not isinstance(item, dict) or event.get('type') not in ('ADDED', 'MODIFIED'):
+                        continue
+                    item.setdefault('kind', kind)
+                    key = q.obj_key(item)
+                    if key in keys:
+                        state[key] = q.active_state(item)
+                        if not self._pending(keys, state):
+                            break
+                    if time.time() >= deadline:
+                        break
+            except Exception:  # pylint: disable=broad-except
+                # An expired or broken watch ends this round; the next LIST is the truth.
+                time.sleep(min(1.0, max(0.0, deadline - time.time())))
+            finally:
+                watcher.stop()
+            if not self._pending(keys, state):
+                return {}
+
+    @staticmethod
+    def _pending(keys, state):
+        out = {}
+        for key in keys:
+            active, reason = state.get(key, (False, 'not found'))
+            if not active:
+                out[key] = reason
+        return out
+
+
+def held(obj):
+    """``obj`` with ``spec.stopPolicy: Hold`` (kept if it already stops admission)."""
+    out = copy.deepcopy(obj)
+    spec = out.setdefault('spec', {})
+    if spec.get('stopPolicy') not in ('Hold', 'HoldAndDrain'):
+        spec['stopPolicy'] = 'Hold'
+    return out
+
+
+def expected_active(objects):
+    """The ClusterQueues and LocalQueues that should become Active: those not stopped
+    on purpose (stopPolicy Hold/HoldAndDrain on the queue or its ClusterQueue)."""
+    stopped_cqs = set()
+    out = {'ClusterQueue': [], 'LocalQueue': []}
+    for obj in objects:
+        if obj['kind'] == 'ClusterQueue':
+            if (obj.get('spec') or {}).get('stopPolicy') in ('Hold', 'HoldAndDrain'):
+                stopped_cqs.add(obj['metadata']['name'])
+            else:
+                out['ClusterQueue'].append(q.obj_key(obj))
+    for obj in objects:
+        if obj['kind'] == 'LocalQueue':
+            spec = obj.get('spec') or {}
+            if spec.get('stopPolicy') in ('Hold', 'HoldAndDrain') or spec.get('clusterQueue') in stopped_cqs:
+                continue
+            out['LocalQueue'].append(q.obj_key(obj))
+    return out
+
+
+def _counts_template(kinds):
+    return dict((k, {'created': 0, 'updated': 0, 'unchanged': 0, 'pruned': 0}) for k in kinds)
+
+
+def _ref(key, action=None):
+    out = {'kind': key[0], 'name': key[2]}
+    if key[1]:
+        out['namespace'] = key[1]
+    if action:
+        out['action'] = action
+    return out
+
+
+def run(api_client, params, check_mode=False, diff=False, log=None):
+    """One kueue_queues run. Returns the result dict; raises QueueProblems / KueueOpsError / ApiException."""
+    engine = QueueEngine(api_client, workers=params.get('workers') or 8, log=log)
+    started = time.time()
+    timeout = params.get('timeout') or 300
+    deadline = started + timeout
+    try:
+        items = q.load_inputs(params.get('resources'), params.get('src'))
+    except q.LoadError as exc:
+        raise KueueOpsError(exc.text, field=exc.field, fix='give a readable YAML file or folder of Kueue manifests')
+    engine.discover()
+    aks_managed = params.get('aks_extension')
+    if aks_managed is None:
+        aks_managed = engine.detect_aks_extension(params.get('kueue_namespace') or 'kueue-system')
+
+    problems = []
+    objects = q.dependency_order(q.normalise_all(items, engine.served, problems))
+    result = {
+        'api_version': '%s/%s' % (q.GROUP, engine.served.get('ClusterQueue', sorted(engine.served.values())[0])),
+        'api_versions': dict(engine.served),
+        'aks_extension': bool(aks_managed),
+    }
+    if params.get('state') == 'absent':
+        return _run_absent(engine, objects, problems, aks_managed, check_mode, deadline, result)
+
+    live = engine.list_live()
+    namespaces = engine.list_namespaces() if any(o['kind'] in q.NAMESPACED for o in objects) else set()
+    desired_keys = set(q.obj_key(o) for o in objects)
+    prune_keys = q.prune_candidates(live, desired_keys, engine.manager, aks_managed) if params.get('prune') else []
+    problems.extend(q.validate(objects, live, namespaces, create_namespaces=params.get('create_namespaces'),
+                               aks_managed=aks_managed, pruned=prune_keys))
+    if problems:
+        raise QueueProblems(problems, 'input and cross-reference checks')
+
+    dry, dry_problems = engine.dry_run_all(objects, live, namespaces, force=params.get('force'),
+                                           hold=params.get('hold_admission'))
+    if dry_problems:
+        raise QueueProblems(dry_problems, 'server-side dry-run: CRD schema, CEL rules and Kueue webhooks')
+
+    kinds_seen = [k for k in q.KIND_ORDER if any(o['kind'] == k for o in objects) or
+                  any(key[0] == k for key in prune_keys)]
+    counts = _counts_template(kinds_seen)
+    actions = {}
+    changed_objects = []
+    diffs = []
+    for obj in objects:
+        key = q.obj_key(obj)
+        current = (live.get(obj['kind']) or {}).get(key)
+        if key in dry and dry[key] is None:
+            action = 'created'  # namespace will be created: validated under a generated name
+        else:
+            action = q.apply_changes(dry.get(key), current, engine.manager)
+        actions[key] = action
+        counts[obj['kind']][action] += 1
+        if action != 'unchanged':
+            changed_objects.append(_ref(key, action))
+            if diff:
+                diffs.append({'before_header': '%s (live)' % q.key_label(key),
+                              'after_header': '%s (applied)' % q.key_label(key),
+                              'before': q.diff_view(current), 'after': q.diff_view(dry.get(key) or obj)})
+    missing_ns = sorted(set(o['metadata']['namespace'] for o in objects
+                            if o['kind'] in q.NAMESPACED and o['metadata']['namespace'] not in namespaces))
+    to_apply = [o for o in objects if actions[q.obj_key(o)] != 'unchanged']
+
+    result.update({'implicit_cohorts': q.implicit_cohorts(objects, live), 'namespaces_created': missing_ns,
+                   'pruned': [], 'prune_waiting': [], 'held': [], 'not_active': []})
+    if check_mode:
+        for key in prune_keys:
+            counts[key[0]]['pruned'] += 1
+            changed_objects.append(_ref(key, 'pruned'))
+            if diff:
+                diffs.append({'before_header': '%s (live)' % q.key_label(key), 'after_header': '(pruned)',
+                              'before': q.diff_view(live[key[0]][key]), 'after': {}})
+        result['pruned'] = [_ref(k) for k in prune_keys]
+        result.update(changed=bool(changed_objects or missing_ns), counts=counts, changed_objects=changed_objects)
+        if diff:
+            result['diff'] = diffs
+        return result
+
+    # ---- writes
+    created_ns = [ns for ns in missing_ns if engine.create_namespace(ns)]
+    result['namespaces_created'] = created_ns
+    hold = bool(params.get('hold_admission')) and bool(to_apply)
+    cq_objects = [o for o in objects if o['kind'] == 'ClusterQueue']
+    force = params.get('force')
+    if hold and cq_objects:
+        _stored, errs = engine.apply_kind([held(o) for o in cq_objects], force=force)
+        if errs:
+            raise QueueProblems(errs, 'holding ClusterQueues (stopPolicy Hold)')
+        result['held'] = [o['metadata']['name'] for o in cq_objects]
+    for kind, group in q.group_by_kind(to_apply):
+        if hold and kind == 'ClusterQueue':
+            continue
+        _stored, errs = engine.apply_kind(group, force=force)
+        if errs:
+            raise QueueProblems(errs, 'apply of %s (earlier kinds were applied)' % kind)
+    if hold and cq_objects:
+        _stored, errs = engine.apply_kind(cq_objects, force=force)
+        if errs:
+            raise QueueProblems(errs, 'releasing ClusterQueues to their desired stopPolicy')
+
+    # ---- prune
+    if prune_keys:
+        drain = params.get('prune_drain')
+        for kind, keys in _group_keys(prune_keys):
+            if drain and kind == 'ClusterQueue':
+                for key, _res, exc in engine._map(engine.drain, keys):
+                    if exc is not None:
+                        raise QueueProblems(problems_from_api_error(exc, q.key_label(key)), 'draining %s' % kind)
+            deleted = []
+            for key, existed, exc in engine._map(engine.delete, keys):
+                if exc is not None:
+                    raise QueueProblems(problems_from_api_error(exc, q.key_label(key)), 'prune of %s' % kind)
+                if existed:
+                    deleted.append(key)
+            left = engine.wait_gone(deleted, max(0.0, min(15.0, deadline - time.time())))
+            for key in deleted:
+                if key in left:
+                    result['prune_waiting'].append(dict(_ref(key), reason=engine.waiting_reason(key, left[key] or {})))
+                else:
+                    counts[kind]['pruned'] += 1
+                    result['pruned'].append(_ref(key))
+                    changed_objects.append(_ref(key, 'pruned'))
+
+    result.update(counts=counts, changed_objects=changed_objects,
+                  changed=bool(changed_objects or created_ns or result['prune_waiting']))
+    if diff:
+        result['diff'] = diffs
+
+    # ---- wait
+    if params.get('wait', True):
+        not_active = engine.wait_active(expected_active(objects), deadline)
+        result['not_active'] = [dict(_ref(k), reason=r) for k, r in sorted(not_active.items())]
+    return result
+
+
+def _group_keys(keys):
+    groups = {}
+    for key in keys:
+        groups.setdefault(key[0], []).append(key)
+    return [(k, groups[k]) for k in reversed(q.KIND_ORDER) if k in groups]
+
+
+def _run_absent(engine, objects, problems, aks_managed, check_mode, deadline, result):
+    for obj in objects:
+        if aks_managed and obj['metadata']['name'].startswith(q.AKS_PREFIX):
+            problems.append(q.Problem(q.obj_label(obj), 'metadata.name',
+                                      'objects named %s* belong to the AKS managed Kueue extension; not deleting'
+                                      % q.AKS_PREFIX))
+    if problems:
+        raise QueueProblems(problems, 'input checks')
+    counts = dict((k, {'deleted': 0, 'absent': 0}) for k in q.KIND_ORDER if any(o['kind'] == k for o in objects))
+    changed_objects = []
+    waiting = []
+    for kind, group in q.group_by_kind(objects, reverse=True):
+        keys = [q.obj_key(o) for o in group]
+        deleted = []
+        for key, existed, exc in engine._map(lambda k: engine.delete(k, dry_run=check_mode), keys):
+            if exc is not None:
+                raise QueueProblems(problems_from_api_error(exc, q.key_label(key)), 'delete of %s' % kind)
+            if existed:
+                deleted.append(key)
+            else:
+                counts[kind]['absent'] += 1
+        if not check_mode and deleted:
+            left = engine.wait_gone(deleted, max(0.0, min(15.0, deadline - time.time())))
+            for key in deleted:
+                if key in left:
+                    waiting.append(dict(_ref(key), reason=engine.waiting_reason(key, left[key] or {})))
+        for key in deleted:
+            counts[kind]['deleted'] += 1
+            changed_objects.append(_ref(key, 'deleted'))
+    result.update(changed=bool(changed_objects), counts=counts, changed_objects=changed_objects,
+                  delete_waiting=waiting)
+    return result

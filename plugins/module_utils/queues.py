@@ -1,0 +1,773 @@
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Declarative Kueue queue configuration: the pure logic behind kueue_queues.
+
+Nothing here talks to a cluster or imports Ansible:
+
+* loading Kueue manifests from a ``resources`` list and/or ``src`` (a file of
+  YAML documents, or a folder of ``.yml``/``.yaml`` files, read in sorted order);
+* normalising every object to the apiVersion the cluster serves, converting the
+  fields Kueue renamed between ``v1beta1`` and ``v1beta2`` and refusing, with the
+  field named, what has no equivalent;
+* cross-reference validation that Kueue itself does not reject (every problem is
+  collected, none stops the others);
+* dependency order, prune candidates and change detection.
+
+The renames are taken from Kueue's own conversion code
+(``apis/kueue/v1beta1/*_conversion.go`` and ``zz_generated.conversion.go`` of
+sigs.k8s.io/kueue v0.18.4 and v0.19.2, identical in both):
+
+=================  =====================================  =====================================
+kind               v1beta1                                v1beta2
+=================  =====================================  =====================================
+ClusterQueue       ``spec.cohort``                        ``spec.cohortName``
+ClusterQueue       ``spec.admissionChecks: [name]``       ``spec.admissionChecksStrategy``
+                                                          ``.admissionChecks: [{name: name}]``
+ClusterQueue       ``flavorFungibility.whenCanBorrow:``   ``MayStopSearch``
+                   ``Borrow`` (deprecated alias)
+ClusterQueue       ``flavorFungibility.whenCanPreempt:``  ``MayStopSearch``
+                   ``Preempt`` (deprecated alias)
+ClusterQueue       (none)                                 ``spec.concurrentAdmissionPolicy``
+AdmissionCheck     ``spec.retryDelayMinutes``             (none; deprecated since Kueue 0.8)
+=================  =====================================  =====================================
+
+Cohort (``spec.parentName``), LocalQueue, ResourceFlavor, Topology,
+WorkloadPriorityClass and ProvisioningRequestConfig specs are identical in both
+versions (``spec.parent`` was the v1alpha1 name of ``spec.parentName``; it is
+refused with that hint).
+"""
+
+import copy
+import json
+import os
+import re
+from decimal import Decimal, InvalidOperation
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - the module reports the missing library
+    yaml = None
+
+GROUP = 'kueue.x-k8s.io'
+VERSIONS = ('v1beta2', 'v1beta1')
+FIELD_MANAGER = 'kueueops'
+RESOURCE_IN_USE_FINALIZER = 'kueue.x-k8s.io/resource-in-use'
+AKS_PREFIX = 'aks-'
+
+# Dependency order: what an object refers to is applied before it.
+KIND_ORDER = (
+    'Topology',
+    'ResourceFlavor',
+    'Cohort',
+    'ProvisioningRequestConfig',
+    'AdmissionCheck',
+    'WorkloadPriorityClass',
+    'ClusterQueue',
+    'LocalQueue',
+)
+PLURALS = {
+    'Topology': 'topologies',
+    'ResourceFlavor': 'resourceflavors',
+    'Cohort': 'cohorts',
+    'ProvisioningRequestConfig': 'provisioningrequestconfigs',
+    'AdmissionCheck': 'admissionchecks',
+    'WorkloadPriorityClass': 'workloadpriorityclasses',
+    'ClusterQueue': 'clusterqueues',
+    'LocalQueue': 'localqueues',
+}
+NAMESPACED = frozenset(['LocalQueue'])
+# Kinds that Kueue reports an Active condition for.
+ACTIVE_KINDS = ('ClusterQueue', 'LocalQueue')
+
+# Server-populated metadata that must not be sent back with server-side apply
+# (resourceVersion and uid would act as preconditions), e.g. in a backup.
+_SERVER_METADATA = ('resourceVersion', 'uid', 'creationTimestamp', 'managedFields', 'generation', 'selfLink',
+                    'deletionTimestamp', 'deletionGracePeriodSeconds')
+_LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
+
+# AdmissionCheck.spec.retryDelayMinutes: v1beta1 defaults it to 15 (so every v1beta1
+# object read back carries it); v1beta2 has no such field.
+_RETRY_DELAY_DEFAULT = 15
+
+
+class Problem:
+    """One thing wrong with the input: which object, which field, what."""
+
+    def __init__(self, obj, field, text):
+        self.obj = obj
+        self.field = field
+        self.text = str(text).rstrip('. ')
+
+    def __str__(self):
+        parts = [p for p in (self.obj, self.field) if p]
+        return '%s: %s' % (': '.join(parts), self.text) if parts else self.text
+
+    def __repr__(self):
+        return '<Problem %s>' % self
+
+    def as_dict(self):
+        return {'object': self.obj, 'field': self.field, 'problem': self.text}
+
+
+class LoadError(Exception):
+    """The input cannot be read at all (missing file, unparsable YAML)."""
+
+    def __init__(self, field, text):
+        super().__init__(text)
+        self.field = field
+        self.text = text
+
+
+# ----------------------------------------------------------------- identities
+def obj_key(obj):
+    """(kind, namespace, name) of a manifest or live object."""
+    meta = obj.get('metadata') or {}
+    return (obj.get('kind'), meta.get('namespace') or '', meta.get('name'))
+
+
+def key_label(key):
+    kind, namespace, name = key
+    if namespace:
+        return '%s %s/%s' % (kind, namespace, name)
+    return '%s %s' % (kind, name)
+
+
+def obj_label(obj):
+    return key_label(obj_key(obj))
+
+
+# ----------------------------------------------------------------- quantities
+_QUANTITY_RE = re.compile(
+    r'^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))'
+    r'(?P<suffix>[eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|)$'
+)
+_BINARY = {'Ki': 1, 'Mi': 2, 'Gi': 3, 'Ti': 4, 'Pi': 5, 'Ei': 6}
+_DECIMAL = {'m': -3, '': 0, 'k': 3, 'M': 6, 'G': 9, 'T': 12, 'P': 15, 'E': 18}
+
+
+def parse_quantity(value):
+    """Parse a Kubernetes resource quantity (``resource.Quantity`` grammar) into a Decimal.
+
+    Accepts YAML integers and floats as the API server does (JSON numbers).
+    Raises ``ValueError`` with a readable reason.
+    """
+    if isinstance(value, bool) or value is None:
+        raise ValueError('must be a quantity such as 10, 500m or 64Gi, got %r' % (value,))
+    if isinstance(value, (int, float)):
+        value = repr(value) if isinstance(value, float) else str(value)
+        if 'inf' in value or 'nan' in value:
+            raise ValueError('must be a finite quantity, got %s' % value)
+    if not isinstance(value, str):
+        raise ValueError('must be a quantity such as 10, 500m or 64Gi, got a %s' % type(value).__name__)
+    text = value.strip()
+    if text != value or not text:
+        raise ValueError('%r is not a quantity (no spaces; e.g. 10, 500m, 64Gi)' % value)
+    match = _QUANTITY_RE.match(text)
+    if not match:
+        raise ValueError('%r is not a Kubernetes quantity (a number with an optional suffix '
+                         'm, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent such as 1e3)' % value)
+    try:
+        number = Decimal(match.group('num'))
+    except InvalidOperation:  # pragma: no cover - the regex only lets numbers through
+        raise ValueError('%r is not a number' % value)
+    suffix = match.group('suffix')
+    if suffix in _BINARY:
+        return number * (Decimal(1024) ** _BINARY[suffix])
+    if suffix in _DECIMAL:
+        return number.scaleb(_DECIMAL[suffix])
+    exponent = int(suffix[1:])
+    if abs(exponent) > 100:
+        raise ValueError('%r: exponent out of range' % value)
+    return number.scaleb(exponent)
+
+
+# -------------------------------------------------------------------- loading
+def _documents_of_file(path, field):
+    if yaml is None:  # pragma: no cover
+        raise LoadError(field, 'PyYAML is required to read %s' % path)
+    try:
+        with open(path, 'r', encoding='utf-8') as handle:
+            docs = list(yaml.safe_load_all(handle))
+    except OSError as exc:
+        raise LoadError(field, 'cannot read %s: %s' % (path, exc.strerror or exc))
+    except yaml.YAMLError as exc:
+        raise LoadError(field, '%s is not valid YAML: %s' % (path, str(exc).replace('\n', ' ')))
+    out = []
+    for idx, doc in enumerate(docs):
+        if doc is None:
+            continue
+        out.append(('%s#%d' % (path, idx), doc))
+    return out
+
+
+def _expand_lists(items):
+    """Expand ``kind: List`` / ``*List`` documents (``kubectl get -o yaml`` output)."""
+    out = []
+    for origin, doc in items:
+        if isinstance(doc, dict) and isinstance(doc.get('items'), list) and str(doc.get('kind', '')).endswith('List'):
+            for idx, item in enumerate(doc['items']):
+                out.append(('%s.items[%d]' % (origin, idx), item))
+        else:
+            out.append((origin, doc))
+    return out
+
+
+def load_inputs(resources=None, src=None):
+    """Every input document as ``(origin, document)``, resources first, then src.
+
+    ``src`` is a file (several YAML documents allowed) or a folder whose
+    ``.yml``/``.yaml`` files are read recursively in sorted path order.
+    Raises ``LoadError`` when src cannot be read.
+    """
+    items = []
+    for idx, doc in enumerate(resources or []):
+        items.append(('resources[%d]' % idx, doc))
+    if src:
+        if os.path.isdir(src):
+            files = []
+            for root, dirs, names in os.walk(src):
+                dirs.sort()
+                for name in names:
+                    if name.endswith(('.yml', '.yaml')) and not name.startswith('.'):
+                        files.append(os.path.join(root, name))
+            if not files:
+                raise LoadError('src', 'folder %s holds no .yml or .yaml files' % src)
+            for path in sorted(files, key=lambda p: os.path.relpath(p, src)):
+                items.extend(_documents_of_file(path, 'src'))
+        elif os.path.isfile(src):
+            items.extend(_documents_of_file(src, 'src'))
+        else:
+            raise LoadError('src', '%s does not exist' % src)
+    return _expand_lists(items)
+
+
+# ---------------------------------------------------------------- conversion
+def _rename(spec, old, new, label, problems, old_version, new_version):
+    if old in spec and new in spec:
+        if spec[old] != spec[new]:
+            problems.append(Problem(label, 'spec.%s' % old,
+                                    'both spec.%s and spec.%s are set with different values; %s calls it %s'
+                                    % (old, new, new_version, new)))
+            return
+        del spec[old]
+    elif old in spec:
+        spec[new] = spec.pop(old)
+
+
+def convert(obj, source, target, label, problems):
+    """Convert a Kueue object's spec in place from ``source`` to ``target`` apiVersion."""
+    kind = obj.get('kind')
+    spec = obj.get('spec')
+    if not isinstance(spec, dict):
+        return
+    # Fields written with the other version's name in an object that declares this one.
+    other_names = {'v1beta1': {'ClusterQueue': {'cohortName': 'cohort', 'concurrentAdmissionPolicy': None}},
+                   'v1beta2': {'ClusterQueue': {'cohort': 'cohortName', 'admissionChecks': 'admissionChecksStrategy'},
+                               'AdmissionCheck': {'retryDelayMinutes': None}}}
+    for name, proper in other_names.get(source, {}).get(kind, {}).items():
+        if name in spec:
+            if proper:
+                problems.append(Problem(label, 'spec.%s' % name,
+                                        'not a field of %s/%s %s; write spec.%s (or change apiVersion)'
+                                        % (GROUP, source, kind, proper)))
+            else:
+                problems.append(Problem(label, 'spec.%s' % name,
+                                        'not a field of %s/%s %s' % (GROUP, source, kind)))
+    if kind == 'Cohort' and 'parent' in spec:
+        problems.append(Problem(label, 'spec.parent',
+                                'not a field of Cohort in v1beta1/v1beta2 (it was the v1alpha1 name); '
+                                'write spec.parentName'))
+    if source == target:
+        return
+
+    if kind == 'ClusterQueue':
+        if source == 'v1beta1':
+            _rename(spec, 'cohort', 'cohortName', label, problems, source, target)
+            if 'admissionChecks' in spec:
+                checks = spec.pop('admissionChecks')
+                if spec.get('admissionChecksStrategy'):
+                    problems.append(Problem(label, 'spec.admissionChecks',
+                                            'both spec.admissionChecks and spec.admissionChecksStrategy are set; '
+                                            'v1beta2 only has admissionChecksStrategy: move the checks there'))
+                elif checks:
+                    if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
+                        problems.append(Problem(label, 'spec.admissionChecks',
+                                                'must be a list of AdmissionCheck names'))
+                    else:
+                        spec['admissionChecksStrategy'] = {'admissionChecks': [{'name': c} for c in checks]}
+            fungibility = spec.get('flavorFungibility')
+            if isinstance(fungibility, dict):
+                if fungibility.get('whenCanBorrow') == 'Borrow':
+                    fungibility['whenCanBorrow'] = 'MayStopSearch'
+                if fungibility.get('whenCanPreempt') == 'Preempt':
+                    fungibility['whenCanPreempt'] = 'MayStopSearch'
+        else:
+            _rename(spec, 'cohortName', 'cohort', label, problems, source, target)
+            if 'concurrentAdmissionPolicy' in spec:
+                problems.append(Problem(label, 'spec.concurrentAdmissionPolicy',
+                                        'has no equivalent in %s/v1beta1, the only version this cluster serves; '
+                                        'remove it or upgrade Kueue' % GROUP))
+            fungibility = spec.get('flavorFungibility')
+            if isinstance(fungibility, dict):
+                # Older Kueue's v1beta1 only knows the old names of MayStopSearch.
+                if fungibility.get('whenCanBorrow') == 'MayStopSearch':
+                    fungibility['whenCanBorrow'] = 'Borrow'
+                if fungibility.get('whenCanPreempt') == 'MayStopSearch':
+                    fungibility['whenCanPreempt'] = 'Preempt'
+    elif kind == 'AdmissionCheck' and source == 'v1beta1' and 'retryDelayMinutes' in spec:
+        value = spec.pop('retryDelayMinutes')
+        if value not in (None, _RETRY_DELAY_DEFAULT):
+            problems.append(Problem(label, 'spec.retryDelayMinutes',
+                                    'has no equivalent in %s/v1beta2 (deprecated since Kueue 0.8, dropped by '
+                                    'Kueue\'s own conversion); remove it' % GROUP))
+
+
+def normalise(origin, doc, served, problems):
+    """Validate the shape of one input document and convert it to the served version.
+
+    ``served`` maps kind -> served version (``v1beta2``/``v1beta1``). Returns the
+    object to apply, or None when it cannot be used (problems were added).
+    """
+    if not isinstance(doc, dict):
+        problems.append(Problem(origin, None, 'must be a mapping (a Kueue manifest), got %s'
+                                % type(doc).__name__))
+        return None
+    kind = doc.get('kind')
+    meta = doc.get('metadata')
+    name = meta.get('name') if isinstance(meta, dict) else None
+    label = '%s %s' % (kind or 'object', name) if name else '%s (%s)' % (kind or 'object', origin)
+    if kind not in PLURALS:
+        problems.append(Problem(label, 'kind', 'unknown kind %r; supported: %s' % (kind, ', '.join(KIND_ORDER))))
+        return None
+    api_version = doc.get('apiVersion')
+    if not isinstance(api_version, str) or '/' not in api_version:
+        problems.append(Problem(label, 'apiVersion', 'must be %s/v1beta2 or %s/v1beta1, got %r'
+                                % (GROUP, GROUP, api_version)))
+        return None
+    group, version = api_version.split('/', 1)
+    if group != GROUP or version not in VERSIONS:
+        problems.append(Problem(label, 'apiVersion', '%r is not supported; write %s/v1beta2 or %s/v1beta1'
+                                % (api_version, GROUP, GROUP)))
+        return None
+    if not isinstance(meta, dict):
+        problems.append(Problem(label, 'metadata', 'missing'))
+        return None
+    if not isinstance(name, str) or not name:
+        problems.append(Problem(label, 'metadata.name', 'missing'))
+        return None
+    namespace = meta.get('namespace')
+    if kind in NAMESPACED:
+        if not isinstance(namespace, str) or not namespace:
+            label = '%s %s' % (kind, name)
+            problems.append(Problem(label, 'metadata.namespace', 'a %s needs a namespace' % kind))
+            return None
+        label = '%s %s/%s' % (kind, namespace, name)
+    elif namespace:
+        problems.append(Problem(label, 'metadata.namespace', '%s is cluster-scoped; remove the namespace' % kind))
+        return None
+    extra = sorted(set(doc) - set(['apiVersion', 'kind', 'metadata', 'spec', 'status']))
+    if extra:
+        problems.append(Problem(label, extra[0], 'unknown top-level field(s) %s' % ', '.join(extra)))
+        return None
+    if 'spec' in doc and doc['spec'] is not None and not isinstance(doc['spec'], dict):
+        problems.append(Problem(label, 'spec', 'must be a mapping'))
+        return None
+
+    obj = {'apiVersion': api_version, 'kind': kind, 'metadata': copy.deepcopy(meta)}
+    if isinstance(doc.get('spec'), dict):
+        obj['spec'] = copy.deepcopy(doc['spec'])
+    for field in _SERVER_METADATA:
+        obj['metadata'].pop(field, None)
+    annotations = obj['metadata'].get('annotations')
+    if isinstance(annotations, dict):
+        annotations.pop(_LAST_APPLIED, None)
+        if not annotations:
+            del obj['metadata']['annotations']
+
+    target = served.get(kind)
+    if target is None:
+        problems.append(Problem(label, 'kind', 'the cluster does not serve %s at %s/v1beta2 or v1beta1 '
+                                '(is Kueue installed, and recent enough?)' % (kind, GROUP)))
+        return None
+    before = len(problems)
+    convert(obj, version, target, label, problems)
+    if len(problems) > before:
+        return None
+    obj['apiVersion'] = '%s/%s' % (GROUP, target)
+    return stringify_quantities(obj)
+
+
+def _wpc_top_level(doc):
+    """WorkloadPriorityClass has ``value`` and ``description`` at the top level."""
+    return {k: doc[k] for k in ('value', 'description') if k in doc}
+
+
+def normalise_all(items, served, problems):
+    """Normalise every ``(origin, doc)``; report duplicates. Returns the usable objects."""
+    out = []
+    seen = {}
+    for origin, doc in items:
+        if isinstance(doc, dict) and doc.get('kind') == 'WorkloadPriorityClass':
+            top = _wpc_top_level(doc)
+            stripped = {k: v for k, v in doc.items() if k not in top}
+            obj = normalise(origin, stripped, served, problems)
+            if obj is not None:
+                obj.update(copy.deepcopy(top))
+        else:
+            obj = normalise(origin, doc, served, problems)
+        if obj is None:
+            continue
+        key = obj_key(obj)
+        if key in seen:
+            problems.append(Problem(key_label(key), 'metadata.name',
+                                    'declared twice (%s and %s)' % (seen[key], origin)))
+            continue
+        seen[key] = origin
+        out.append(obj)
+    return out
+
+
+# ---------------------------------------------------------------- validation
+def cohort_of(obj):
+    spec = obj.get('spec') or {}
+    return spec.get('cohortName') or spec.get('cohort') or None
+
+
+def admission_check_names(obj):
+    spec = obj.get('spec') or {}
+    names = []
+    strategy = spec.get('admissionChecksStrategy') or {}
+    for idx, rule in enumerate(strategy.get('admissionChecks') or []):
+        if isinstance(rule, dict) and rule.get('name'):
+            names.append(('spec.admissionChecksStrategy.admissionChecks[%d].name' % idx, rule['name']))
+    for idx, name in enumerate(spec.get('admissionChecks') or []):
+        if isinstance(name, str):
+            names.append(('spec.admissionChecks[%d]' % idx, name))
+    return names
+
+
+def _quantity_fields(obj):
+    """(field path, value) of every quantity in a ClusterQueue/Cohort/LocalQueue spec."""
+    spec = obj.get('spec') or {}
+    out = []
+    groups = spec.get('resourceGroups')
+    if isinstance(groups, list):
+        for g, group in enumerate(groups):
+            flavors = group.get('flavors') if isinstance(group, dict) else None
+            for f, flavor in enumerate(flavors if isinstance(flavors, list) else []):
+                resources = flavor.get('resources') if isinstance(flavor, dict) else None
+                for r, res in enumerate(resources if isinstance(resources, list) else []):
+                    if not isinstance(res, dict):
+                        continue
+                    for field in ('nominalQuota', 'borrowingLimit', 'lendingLimit'):
+                        if field in res:
+                            out.append(('spec.resourceGroups[%d].flavors[%d].resources[%d].%s' % (g, f, r, field),
+                                        res[field]))
+    fair = spec.get('fairSharing')
+    if isinstance(fair, dict) and 'weight' in fair:
+        out.append(('spec.fairSharing.weight', fair['weight']))
+    return out
+
+
+def flavor_refs(obj):
+    spec = obj.get('spec') or {}
+    out = []
+    groups = spec.get('resourceGroups')
+    for g, group in enumerate(groups if isinstance(groups, list) else []):
+        flavors = group.get('flavors') if isinstance(group, dict) else None
+        for f, flavor in enumerate(flavors if isinstance(flavors, list) else []):
+            if isinstance(flavor, dict) and isinstance(flavor.get('name'), str):
+                out.append(('spec.resourceGroups[%d].flavors[%d].name' % (g, f), flavor['name']))
+    return out
+
+
+def find_cohort_cycles(parents):
+    """Cycles in a ``{cohort: parent}`` graph, each as a list starting at its smallest name."""
+    cycles = []
+    done = set()
+    for start in sorted(parents):
+        path = []
+        index = {}
+        node = start
+        while node is not None and node not in done and node not in index:
+            index[node] = len(path)
+            path.append(node)
+            node = parents.get(node)
+        if node is not None and node in index:
+            cycle = path[index[node]:]
+            pivot = cycle.index(min(cycle))
+            cycles.append(cycle[pivot:] + cycle[:pivot])
+        done.update(path)
+    return cycles
+
+
+def validate(objects, live, namespaces, create_namespaces=False, aks_managed=False, pruned=None):
+    """Cross-reference and content checks; returns a list of Problems (all of them).
+
+    ``live`` maps kind -> {key: live object} (the cluster now); ``namespaces`` is the
+    set of existing namespace names; ``pruned`` the keys that this run would delete.
+    Implicit cohorts are legal in Kueue: a ClusterQueue's ``cohortName`` or a
+    Cohort's ``parentName`` may name a cohort that has no Cohort object (Kueue's
+    hierarchy manager creates it on the fly), so they are not problems; see
+    ``implicit_cohorts``.
+    """
+    problems = []
+    pruned = set(pruned or ())
+    declared = {}
+    for obj in objects:
+        declared.setdefault(obj['kind'], {})[obj_key(obj)] = obj
+
+    def exists(kind, name, namespace=''):
+        key = (kind, namespace, name)
+        if key in declared.get(kind, {}):
+            return True
+        return key in (live.get(kind) or {}) and key not in pruned
+
+    def missing_text(kind, name, namespace=''):
+        key = (kind, namespace, name)
+        if key in (live.get(kind) or {}) and key in pruned:
+            return '%s %r is not in the input and would be pruned' % (kind, name)
+        return '%s %r does not exist in the input or the cluster' % (kind, name)
+
+    for obj in objects:
+        kind = obj['kind']
+        label = obj_label(obj)
+        name = obj['metadata']['name']
+        spec = obj.get('spec') or {}
+        if aks_managed and name.startswith(AKS_PREFIX):
+            problems.append(Problem(label, 'metadata.name',
+                                    'names starting with %r belong to the AKS managed Kueue extension, which '
+                                    'owns and reconciles them; choose another name' % AKS_PREFIX))
+        for field, value in _quantity_fields(obj):
+            try:
+                quantity = parse_quantity(value)
+            except ValueError as exc:
+                problems.append(Problem(label, field, str(exc)))
+            else:
+                if quantity < 0:
+                    problems.append(Problem(label, field, 'must not be negative, got %s' % value))
+        if kind == 'LocalQueue':
+            namespace = obj['metadata']['namespace']
+            target = spec.get('clusterQueue')
+            if not target:
+                problems.append(Problem(label, 'spec.clusterQueue', 'missing: name the ClusterQueue to submit to'))
+            elif not exists('ClusterQueue', target):
+                problems.append(Problem(label, 'spec.clusterQueue', missing_text('ClusterQueue', target)))
+            if namespace not in namespaces and not create_namespaces:
+                problems.append(Problem(label, 'metadata.namespace',
+                                        'namespace %r does not exist; create it first or set create_namespaces: true'
+                                        % namespace))
+        if kind == 'ClusterQueue':
+            for field, flavor in flavor_refs(obj):
+                if not exists('ResourceFlavor', flavor):
+                    problems.append(Problem(label, field, missing_text('ResourceFlavor', flavor)))
+            for field, check in admission_check_names(obj):
+                if not exists('AdmissionCheck', check):
+                    problems.append(Problem(label, field, missing_text('AdmissionCheck', check)))
+        if kind == 'Cohort':
+            for field, flavor in flavor_refs(obj):
+                if not exists('ResourceFlavor', flavor):
+                    problems.append(Problem(label, field, missing_text('ResourceFlavor', flavor)))
+        if kind == 'ResourceFlavor' and spec.get('topologyName'):
+            if not exists('Topology', spec['topologyName']):
+                problems.append(Problem(label, 'spec.topologyName', missing_text('Topology', spec['topologyName'])))
+        if kind == 'AdmissionCheck':
+            params = spec.get('parameters')
+            if isinstance(params, dict) and params.get('kind') == 'ProvisioningRequestConfig' \
+                    and params.get('apiGroup') in (GROUP, None) and params.get('name'):
+                if not exists('ProvisioningRequestConfig', params['name']):
+                    problems.append(Problem(label, 'spec.parameters.name',
+                                            missing_text('ProvisioningRequestConfig', params['name'])))
+
+    # Cohort hierarchy: the declared Cohorts override the live ones.
+    parents = {}
+    for key, obj in (live.get('Cohort') or {}).items():
+        if key not in pruned:
+            parents[key[2]] = (obj.get('spec') or {}).get('parentName') or None
+    for key, obj in declared.get('Cohort', {}).items():
+        parents[key[2]] = (obj.get('spec') or {}).get('parentName') or None
+    for cycle in find_cohort_cycles(parents):
+        ring = ' -> '.join(cycle + [cycle[0]])
+        for member in cycle:
+            if ('Cohort', '', member) in declared.get('Cohort', {}):
+                problems.append(Problem('Cohort %s' % member, 'spec.parentName',
+                                        'cohort cycle %s; Kueue deactivates every ClusterQueue under a cycle'
+                                        % ring))
+                break
+        else:
+            problems.append(Problem('Cohort %s' % cycle[0], 'spec.parentName',
+                                    'cohort cycle %s in the cluster' % ring))
+    return problems
+
+
+def implicit_cohorts(objects, live):
+    """Cohort names referenced (cohortName / parentName) that no Cohort object backs."""
+    backed = set(k[2] for k in (live.get('Cohort') or {}))
+    backed.update(o['metadata']['name'] for o in objects if o['kind'] == 'Cohort')
+    named = set()
+    for obj in objects:
+        if obj['kind'] == 'ClusterQueue' and cohort_of(obj):
+            named.add(cohort_of(obj))
+        if obj['kind'] == 'Cohort' and (obj.get('spec') or {}).get('parentName'):
+            named.add(obj['spec']['parentName'])
+    return sorted(named - backed)
+
+
+# ------------------------------------------------------------------- ordering
+def kind_rank(kind):
+    return KIND_ORDER.index(kind)
+
+
+def dependency_order(objects):
+    """Objects sorted by kind dependency, then namespace and name."""
+    return sorted(objects, key=lambda o: (kind_rank(o['kind']),) + obj_key(o)[1:])
+
+
+def group_by_kind(objects, reverse=False):
+    """[(kind, [objects])] in dependency order (or reverse), only kinds present."""
+    groups = {}
+    for obj in objects:
+        groups.setdefault(obj['kind'], []).append(obj)
+    kinds = [k for k in KIND_ORDER if k in groups]
+    if reverse:
+        kinds.reverse()
+    return [(k, sorted(groups[k], key=lambda o: obj_key(o)[1:])) for k in kinds]
+
+
+# ------------------------------------------------------------------ ownership
+def managed_by(obj, manager=FIELD_MANAGER):
+    """Whether ``manager`` owns fields of ``obj`` through server-side apply."""
+    for entry in (obj.get('metadata') or {}).get('managedFields') or []:
+        if entry.get('manager') == manager and entry.get('operation') == 'Apply':
+            return True
+    return False
+
+
+def prune_candidates(live, desired_keys, manager=FIELD_MANAGER, aks_managed=False):
+    """Live objects applied by ``manager`` that the input no longer declares,
+    in reverse dependency order. Never ``aks-`` objects on a managed cluster."""
+    out = []
+    for kind in reversed(KIND_ORDER):
+        for key in sorted(live.get(kind) or {}):
+            obj = live[kind][key]
+            if key in desired_keys or not managed_by(obj, manager):
+                continue
+            if aks_managed and key[2].startswith(AKS_PREFIX):
+                continue
+            out.append(key)
+    return out
+
+
+# --------------------------------------------------------- change detection
+def _own_entries(obj, manager):
+    out = []
+    for entry in (obj.get('metadata') or {}).get('managedFields') or []:
+        if entry.get('manager') == manager and entry.get('operation') == 'Apply' and not entry.get('subresource'):
+            out.append((entry.get('apiVersion'), json.dumps(entry.get('fieldsV1'), sort_keys=True)))
+    return sorted(out)
+
+
+def comparable(obj):
+    """The part of an object a server-side apply can change: everything but status and
+    server bookkeeping (managedFields, resourceVersion, generation, timestamps)."""
+    if obj is None:
+        return None
+    out = copy.deepcopy(obj)
+    out.pop('status', None)
+    meta = out.get('metadata') or {}
+    for field in ('managedFields', 'resourceVersion', 'generation', 'creationTimestamp', 'uid', 'selfLink'):
+        meta.pop(field, None)
+    return out
+
+
+def _canonical_quantities(obj):
+    """``obj`` with every Kueue quantity replaced by its normalised numeric value.
+
+    The API server keeps a quantity as written (``32``, ``"32"``, ``"32000m"``) until
+    a controller rewrites the object through Go types, which serialises it in
+    canonical form; Kueue's controller does so when it adds its finalizer. The
+    same amount in another spelling is not a change.
+    """
+    for field, value in _quantity_fields(obj):
+        try:
+            number = parse_quantity(value)
+        except ValueError:
+            continue
+        _set_field(obj, field, 'quantity:%s' % number.normalize())
+    return obj
+
+
+def _set_field(obj, field, value):
+    """Set ``spec.a[0].b``-style ``field`` of ``obj`` (the path exists)."""
+    parent, index = None, None
+    target = obj
+    for part in re.findall(r'[A-Za-z]+|\[\d+\]', field):
+        parent = target
+        index = int(part[1:-1]) if part.startswith('[') else part
+        target = target[index]
+    parent[index] = value
+
+
+def stringify_quantities(obj):
+    """Write YAML numbers given as quantities as strings (``32`` -> ``"32"``), the form
+    the API server returns, so that no later rewrite changes their type."""
+    for field, value in _quantity_fields(obj):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                parse_quantity(value)
+            except ValueError:
+                continue
+            _set_field(obj, field, repr(value) if isinstance(value, float) else str(value))
+    return obj
+
+
+def apply_changes(dry_run_result, live, manager=FIELD_MANAGER):
+    """Whether the real apply would change anything, given its server-side dry-run result.
+
+    Returns ``'created'``, ``'updated'`` or ``'unchanged'``. The dry-run result is the
+    object as the API server would store it (schema defaults, Kueue's mutating
+    webhook, merge with fields of other managers, removal of fields we no longer
+    declare); it differs from the live object exactly when the apply writes. Our
+    own managedFields entry is compared too: taking over a field (same value, new
+    owner) is a write and is needed for later removals and pruning to work.
+    """
+    if live is None:
+        return 'created'
+    if _canonical_quantities(comparable(dry_run_result)) != _canonical_quantities(comparable(live)):
+        return 'updated'
+    if _own_entries(dry_run_result, manager) != _own_entries(live, manager):
+        return 'updated'
+    return 'unchanged'
+
+
+def diff_view(obj):
+    """Shown in --diff: the object without server bookkeeping and status."""
+    view = comparable(obj)
+    if view is None:
+        return {}
+    meta = view.get('metadata') or {}
+    annotations = meta.get('annotations')
+    if isinstance(annotations, dict):
+        annotations.pop(_LAST_APPLIED, None)
+    return view
+
+
+# ------------------------------------------------------------------- queues
+def condition(obj, ctype):
+    for cond in ((obj or {}).get('status') or {}).get('conditions') or []:
+        if cond.get('type') == ctype:
+            return cond
+    return None
+
+
+def active_state(obj):
+    """(active, reason/message) from the Active condition of a ClusterQueue/LocalQueue."""
+    cond = condition(obj, 'Active')
+    if cond is None:
+        return False, 'no Active condition yet (is the Kueue manager running?)'
+    if cond.get('status') == 'True':
+        return True, cond.get('reason') or 'Ready'
+    reason = cond.get('reason') or 'Unknown'
+    message = cond.get('message')
+    return False, '%s: %s' % (reason, message) if message else reason

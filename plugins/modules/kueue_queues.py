@@ -1,0 +1,277 @@
+#!/usr/bin/python
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+module: kueue_queues
+short_description: Declarative, validated Kueue queue configuration (flavors, cohorts, queues, priorities)
+version_added: 0.1.0
+description:
+  - Applies a whole Kueue configuration in one step; ResourceFlavor, Cohort, ClusterQueue, LocalQueue,
+    WorkloadPriorityClass, AdmissionCheck, Topology and ProvisioningRequestConfig objects, written as Kueue's own
+    manifests (C(apiVersion)/C(kind)/C(metadata)/C(spec) as in Kueue's documentation).
+  - B(API versions.) Writes C(kueue.x-k8s.io/v1beta2) where the cluster serves it, else C(v1beta1). Input may be
+    written in either version; the fields Kueue renamed are converted (ClusterQueue C(spec.cohort) <->
+    C(spec.cohortName), C(spec.admissionChecks) -> C(spec.admissionChecksStrategy), the deprecated flavor
+    fungibility values C(Borrow)/C(Preempt) <-> C(MayStopSearch)). What has no equivalent (for example
+    C(spec.concurrentAdmissionPolicy) on a v1beta1-only cluster, or a non-default AdmissionCheck
+    C(spec.retryDelayMinutes) on v1beta2) is refused with the field named.
+  - B(Validation before the first write.) Cross-references that Kueue accepts but that never work are checked
+    (LocalQueue -> ClusterQueue, ClusterQueue -> ResourceFlavors and AdmissionChecks, ResourceFlavor -> Topology,
+    AdmissionCheck -> ProvisioningRequestConfig, Cohort parent cycles, LocalQueue namespaces, quantities,
+    C(aks-) names on clusters running the AKS managed extension). Then every object goes through a server-side
+    apply dry-run, so the CRD schema (unknown fields are errors), CEL rules and Kueue's validating webhooks judge
+    it. All problems are reported together, each with its object and field, and nothing is written.
+  - A ClusterQueue's C(cohortName) or a Cohort's C(parentName) may name a cohort that has no Cohort object; Kueue
+    treats it as an implicit cohort, so this is not an error. Such names are returned in RV(implicit_cohorts).
+  - B(Apply) with server-side apply (field manager C(kueueops)) in dependency order (Topology, ResourceFlavor,
+    Cohort, ProvisioningRequestConfig, AdmissionCheck, WorkloadPriorityClass, ClusterQueue, LocalQueue),
+    concurrently within a kind. An object is written only if the dry-run shows it would change, so C(changed) is
+    true only when something really changed and an unchanged configuration makes no write request.
+  - B(Prune) deletes the Kueue objects that this field manager applied and the input no longer declares, in reverse
+    dependency order; never objects it did not apply, never C(aks-) objects on a managed cluster. A ClusterQueue or
+    ResourceFlavor held by Kueue's C(kueue.x-k8s.io/resource-in-use) finalizer is reported in RV(prune_waiting)
+    with the reason.
+author:
+  - kueueops contributors (@kueueops)
+options:
+  resources:
+    description:
+      - Kueue objects, each a full manifest (C(apiVersion), C(kind), C(metadata), C(spec)).
+      - Combined with the objects of O(src). Documents of kind C(List) are expanded; server fields of a backup
+        (C(status), C(metadata.resourceVersion), C(uid), C(managedFields)...) are ignored.
+    type: list
+    elements: dict
+    default: []
+  src:
+    description:
+      - A YAML file with one or more documents, or a folder whose C(.yml)/C(.yaml) files (recursively) are read in
+        sorted path order.
+    type: path
+  state:
+    description:
+      - V(present) applies the objects. V(absent) deletes the given objects (only their kind, name and namespace
+        matter), in reverse dependency order.
+    type: str
+    choices: [present, absent]
+    default: present
+  prune:
+    description:
+      - Delete Kueue objects previously applied by this module (field manager C(kueueops)) that the input no
+        longer declares.
+    type: bool
+    default: false
+  prune_drain:
+    description:
+      - Before pruning a ClusterQueue, set its C(stopPolicy) to C(HoldAndDrain) so that Kueue evicts the workloads
+        that hold it, instead of waiting for them to finish.
+    type: bool
+    default: false
+  force:
+    description: Take over fields owned by other field managers (server-side apply C(force)).
+    type: bool
+    default: false
+  hold_admission:
+    description:
+      - When anything changes, first apply every ClusterQueue of the input with C(stopPolicy=Hold), then apply
+        everything else, then release the ClusterQueues to the C(stopPolicy) the input declares. No workload is
+        admitted against a half-applied configuration (for example when restoring after a reinstall).
+    type: bool
+    default: false
+  create_namespaces:
+    description: Create the namespaces of LocalQueues that do not exist yet.
+    type: bool
+    default: false
+  wait:
+    description:
+      - Wait until every ClusterQueue and LocalQueue of the input reports C(Active=True) (queues stopped on purpose
+        with C(stopPolicy) excepted), and fail with the condition reason of those that do not.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds for the whole run, including O(wait) and waiting for pruned objects.
+    type: int
+    default: 300
+  aks_extension:
+    description:
+      - Whether the cluster runs the AKS managed Kueue extension, which owns the C(aks-*) objects. Detected from
+        the C(kueue-extension) Deployment in O(kueue_namespace) when not set.
+    type: bool
+  kueue_namespace:
+    description: Namespace Kueue runs in (for the detection of the AKS managed extension).
+    type: str
+    default: kueue-system
+  workers:
+    description: Concurrent requests within a kind.
+    type: int
+    default: 8
+extends_documentation_fragment:
+  - kueueops.aks.kube_auth
+notes:
+  - Check mode validates and dry-runs everything and reports what would change (and what would be pruned) without
+    writing. Diff mode returns the before and after of every changed object.
+requirements:
+  - kubernetes >= 29.0.0
+  - PyYAML
+"""
+
+EXAMPLES = r"""
+- name: Two teams sharing a cohort
+  kueueops.aks.kueue_queues:
+    resources:
+      - apiVersion: kueue.x-k8s.io/v1beta2
+        kind: ResourceFlavor
+        metadata: {name: on-demand}
+      - apiVersion: kueue.x-k8s.io/v1beta2
+        kind: ClusterQueue
+        metadata: {name: team-a}
+        spec:
+          cohortName: research
+          namespaceSelector: {}
+          resourceGroups:
+            - coveredResources: [cpu, memory]
+              flavors:
+                - name: on-demand
+                  resources:
+                    - {name: cpu, nominalQuota: 16, borrowingLimit: 8}
+                    - {name: memory, nominalQuota: 64Gi}
+      - apiVersion: kueue.x-k8s.io/v1beta2
+        kind: LocalQueue
+        metadata: {name: user-queue, namespace: team-a}
+        spec: {clusterQueue: team-a}
+    create_namespaces: true
+
+- name: Restore a backup folder without admitting anything half-way, removing what it no longer has
+  kueueops.aks.kueue_queues:
+    src: /backups/kueue/2025-06-01
+    hold_admission: true
+    prune: true
+"""
+
+RETURN = r"""
+api_version:
+  description: The apiVersion the objects were written in (that of ClusterQueue).
+  returned: always
+  type: str
+  sample: kueue.x-k8s.io/v1beta2
+api_versions:
+  description: The served version used for each kind.
+  returned: always
+  type: dict
+counts:
+  description: Per kind, how many objects were created, updated, unchanged and pruned (deleted and absent for
+    O(state=absent)).
+  returned: success
+  type: dict
+  sample: {ClusterQueue: {created: 1, updated: 0, unchanged: 1, pruned: 0}}
+changed_objects:
+  description: Every object created, updated, pruned or deleted, with the action.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{kind: LocalQueue, namespace: team-a, name: user-queue, action: created}]
+pruned:
+  description: Objects pruned (in check mode, that would be pruned).
+  returned: O(state=present)
+  type: list
+  elements: dict
+prune_waiting:
+  description: Pruned objects still present, held by Kueue's resource-in-use finalizer, with the reason.
+  returned: O(state=present)
+  type: list
+  elements: dict
+implicit_cohorts:
+  description: Cohort names used by ClusterQueues or Cohorts without a Cohort object (Kueue creates them implicitly).
+  returned: O(state=present)
+  type: list
+  elements: str
+namespaces_created:
+  description: Namespaces created for LocalQueues (would be created, in check mode).
+  returned: O(state=present)
+  type: list
+  elements: str
+held:
+  description: ClusterQueues that were held (O(hold_admission)) and released.
+  returned: O(state=present)
+  type: list
+  elements: str
+not_active:
+  description: Queues that did not report Active=True within O(timeout), with the condition reason.
+  returned: O(wait=true)
+  type: list
+  elements: dict
+problems:
+  description: On failure, every problem found, each with the object, the field and what is wrong.
+  returned: failure
+  type: list
+  elements: dict
+  sample: [{object: LocalQueue team-a/user-queue, field: spec.clusterQueue,
+            problem: "ClusterQueue 'team-x' does not exist in the input or the cluster"}]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
+    KUBE_AUTH_ARGSPEC,
+    describe_kube_error,
+    get_api_client,
+)
+from ansible_collections.kueueops.aks.plugins.module_utils import queues
+from ansible_collections.kueueops.aks.plugins.module_utils.apply import QueueProblems, run
+
+
+def main():
+    argument_spec = dict(
+        resources=dict(type='list', elements='dict', default=[]),
+        src=dict(type='path'),
+        state=dict(type='str', default='present', choices=['present', 'absent']),
+        prune=dict(type='bool', default=False),
+        prune_drain=dict(type='bool', default=False),
+        force=dict(type='bool', default=False),
+        hold_admission=dict(type='bool', default=False),
+        create_namespaces=dict(type='bool', default=False),
+        wait=dict(type='bool', default=True),
+        timeout=dict(type='int', default=300),
+        aks_extension=dict(type='bool'),
+        kueue_namespace=dict(type='str', default='kueue-system'),
+        workers=dict(type='int', default=8),
+    )
+    argument_spec.update(KUBE_AUTH_ARGSPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    if params['timeout'] <= 0:
+        module.fail_json(msg=KueueOpsError('must be a positive number of seconds', field='timeout',
+                                           fix='give the seconds the whole run may take').message())
+    if params['workers'] < 1 or params['workers'] > 64:
+        module.fail_json(msg=KueueOpsError('must be between 1 and 64', field='workers').message())
+    if not params['resources'] and not params['src'] and not params['prune']:
+        module.fail_json(msg=KueueOpsError('nothing to do', field='resources',
+                                           fix='give resources and/or src (or prune: true to delete everything '
+                                               'this module applied)').message())
+    if queues.yaml is None:
+        module.fail_json(msg=KueueOpsError('PyYAML is not installed', field='src',
+                                           fix='pip install PyYAML in the Python that runs the module').message())
+
+    api_client = get_api_client(module)
+    try:
+        result = run(api_client, params, check_mode=module.check_mode, diff=module._diff)
+    except QueueProblems as exc:
+        module.fail_json(msg=exc.message(), problems=[p.as_dict() for p in exc.problems], changed=False)
+    except Exception as exc:  # pylint: disable=broad-except
+        module.fail_json(msg=describe_kube_error(exc, host=api_client.configuration.host).message())
+
+    for item in result.get('prune_waiting') or []:
+        module.warn('%s %s is still being deleted: %s' % (item['kind'], item['name'], item['reason']))
+    for item in result.get('delete_waiting') or []:
+        module.warn('%s %s is still being deleted: %s' % (item['kind'], item['name'], item['reason']))
+    if result.get('not_active'):
+        reasons = '; '.join('%s %s%s: %s' % (i['kind'], i.get('namespace', '') and i['namespace'] + '/', i['name'],
+                                             i['reason']) for i in result['not_active'])
+        module.fail_json(msg='%d queue(s) did not become Active within %ss: %s' % (
+            len(result['not_active']), params['timeout'], reasons), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,105 @@
+"""Run real ansible-playbook against the local cluster, and read its results.
+
+The JSON stdout callback gives per-task results and the play recap (stats), so
+tests assert on what Ansible itself reported: `changed`, `failed`, messages.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VENV_BIN = os.path.dirname(sys.executable)
+
+
+class Result:
+    def __init__(self, rc: int, data: dict, stdout: str, stderr: str):
+        self.rc, self.data, self.stdout, self.stderr = rc, data, stdout, stderr
+
+    @property
+    def stats(self) -> dict:
+        return self.data.get("stats", {})
+
+    def host_stats(self, host: str = "local") -> dict:
+        return self.stats.get(host, {})
+
+    @property
+    def changed(self) -> int:
+        return sum(s.get("changed", 0) for s in self.stats.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(s.get("failures", 0) + s.get("unreachable", 0) for s in self.stats.values())
+
+    def tasks(self, host: str = "local"):
+        for play in self.data.get("plays", []):
+            for task in play.get("tasks", []):
+                res = task.get("hosts", {}).get(host)
+                if res is not None:
+                    yield task["task"]["name"], res
+
+    def result(self, name_fragment: str, host: str = "local") -> dict:
+        """The result of the last task whose name contains `name_fragment`."""
+        found = [res for name, res in self.tasks(host) if name_fragment in name]
+        if not found:
+            raise AssertionError("no task matching %r; tasks: %s" % (
+                name_fragment, [n for n, _ in self.tasks(host)]))
+        return found[-1]
+
+    def failure_messages(self, host: str = "local") -> list[str]:
+        return [res.get("msg", "") for _name, res in self.tasks(host) if res.get("failed")]
+
+    def __repr__(self):
+        return "<ansible rc=%d changed=%d failed=%d %s>" % (self.rc, self.changed, self.failed,
+                                                             self.failure_messages()[:3])
+
+
+def run_playbook(playbook, extravars: dict | None = None, check: bool = False, diff: bool = False,
+                 env: dict | None = None, inventory: str | None = None, verbosity: int = 0,
+                 extra_args: list | None = None, timeout: int = 900) -> Result:
+    """Run a playbook (a path, or a list of plays written to a temp file)."""
+    tmp = None
+    if not isinstance(playbook, str):
+        fd, tmp = tempfile.mkstemp(prefix="play-", suffix=".yml", dir=os.path.join(REPO, "tests", "integration"))
+        with os.fdopen(fd, "w") as handle:
+            yaml.safe_dump(playbook, handle, sort_keys=False)
+        playbook = tmp
+    inv = inventory or os.path.join(REPO, "playbooks", "inventory", "local.yml")
+    argv = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", inv, playbook]
+    if extravars:
+        argv += ["-e", json.dumps(extravars)]
+    if check:
+        argv.append("--check")
+    if diff:
+        argv.append("--diff")
+    if verbosity:
+        argv.append("-" + "v" * verbosity)
+    argv += list(extra_args or [])
+    full_env = dict(os.environ)
+    full_env.update({
+        "ANSIBLE_STDOUT_CALLBACK": "test_json",
+        "ANSIBLE_CALLBACK_PLUGINS": os.path.join(REPO, "tests", "integration", "callback_plugins"),
+        "ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO, ".venv", "collections"),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_RETRY_FILES_ENABLED": "0",
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
+        "PATH": VENV_BIN + os.pathsep + full_env.get("PATH", ""),
+    })
+    full_env.update(env or {})
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=REPO)
+    finally:
+        if tmp:
+            os.unlink(tmp)
+    data = {}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith('{"plays"'):
+            data = json.loads(line)
+            break
+    return Result(proc.returncode, data, proc.stdout, proc.stderr)

@@ -1,0 +1,57 @@
+# Test-only stdout callback: one JSON document with every task result and the
+# play recap, so integration tests assert on what Ansible itself reported.
+# (ansible-core ships no JSON callback; ansible.posix's is not installed here.)
+from __future__ import annotations
+
+import json
+
+from ansible.plugins.callback import CallbackBase
+
+DOCUMENTATION = """
+name: test_json
+type: stdout
+short_description: JSON results for the kueueops.aks integration tests
+description: Collects task results and stats and prints them as one JSON document.
+"""
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "stdout"
+    CALLBACK_NAME = "test_json"
+
+    def __init__(self):
+        super().__init__()
+        self.plays = []
+
+    def v2_playbook_on_play_start(self, play):
+        self.plays.append({"play": {"name": play.get_name()}, "tasks": []})
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self.plays[-1]["tasks"].append({"task": {"name": task.get_name()}, "hosts": {}})
+
+    v2_playbook_on_handler_task_start = v2_playbook_on_task_start
+
+    def _record(self, result, **extra):
+        data = dict(result._result)
+        data.update(extra)
+        if not self.plays[-1]["tasks"]:
+            self.plays[-1]["tasks"].append({"task": {"name": result._task.get_name()}, "hosts": {}})
+        self.plays[-1]["tasks"][-1]["hosts"][result._host.get_name()] = data
+
+    def v2_runner_on_ok(self, result):
+        self._record(result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._record(result, failed=True, ignored=ignore_errors)
+
+    def v2_runner_on_skipped(self, result):
+        self._record(result, skipped=True)
+
+    def v2_runner_on_unreachable(self, result):
+        self._record(result, unreachable=True, failed=True)
+
+    def v2_playbook_on_stats(self, stats):
+        hosts = sorted(stats.processed.keys())
+        out = {"plays": self.plays, "stats": {h: stats.summarize(h) for h in hosts}}
+        self._display.display(json.dumps(out, default=str, sort_keys=True))

@@ -1,0 +1,165 @@
+"""The Helm install path end to end (issue 3): playbooks/site.yml and the modules,
+through real ansible-playbook, against the real local control plane, with the real
+Kueue chart from the local OCI registry, for both helm majors.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+from kubernetes import client
+
+from .ansible import run_playbook
+from .kubeutil import helm, wait_for
+
+SITE = os.path.join(os.path.dirname(__file__), "..", "..", "playbooks", "site.yml")
+SEED_GATES = {"TopologyAwareScheduling": True, "LocalQueueMetrics": True}
+SEED_FRAMEWORKS = ["batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "jobset.x-k8s.io/jobset",
+                   "kubeflow.org/paddlejob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob",
+                   "kubeflow.org/xgboostjob", "kubeflow.org/jaxjob"]
+
+
+def helm_env(binary):
+    return {"PATH": os.path.dirname(binary) + os.pathsep + os.environ["PATH"]}
+
+
+def release_revision(cluster, binary):
+    out = helm(cluster, binary, "list", "-n", "kueue-system", "-o", "json").stdout
+    items = json.loads(out or "[]")
+    return (int(items[0]["revision"]), items[0]["chart"]) if items else None
+
+
+def uninstall_play(extra=None):
+    args = {"state": "absent", "delete_namespace": True, "timeout": 240}
+    args.update(extra or {})
+    return [{"name": "Uninstall", "hosts": "local", "gather_facts": False, "tasks": [
+        {"name": "Uninstall Kueue", "kueueops.aks.kueue_helm": args}]}]
+
+
+def module_play(module, args, name="Run module"):
+    return [{"name": "Run", "hosts": "local", "gather_facts": False,
+             "tasks": [{"name": name, "kueueops.aks.%s" % module: args}]}]
+
+
+@pytest.mark.parametrize("helm_major", ["v3", "v4"])
+def test_site_install_upgrade_idempotence_uninstall(cluster, kube, helm_major):
+    binary = os.environ["HELM_V3"] if helm_major == "v3" else os.environ["HELM_V4"]
+    env = helm_env(binary)
+    versions = cluster.state["chart_versions"]
+    newest, previous = versions[0], versions[1]
+
+    # 1. Install the previous minor, pinned.
+    first = run_playbook(SITE, extravars={"kueue_version": previous}, env=env)
+    assert first.rc == 0, first.stdout[-3000:]
+    assert first.result("Install or upgrade Kueue")["chart_version"] == previous
+    assert release_revision(cluster, binary) == (1, "kueue-" + previous)
+
+    # 2. Check mode on a changed version: reports the change, changes nothing.
+    check = run_playbook(SITE, check=True, diff=True, env=env)
+    assert check.rc == 0, check.stdout[-3000:]
+    res = check.result("Install or upgrade Kueue")
+    assert res["changed"] is True and res["chart_version"] == newest
+    assert res["diff"]["before"]["chart_version"] == previous and res["diff"]["after"]["chart_version"] == newest
+    assert release_revision(cluster, binary) == (1, "kueue-" + previous)
+
+    # 3. `latest` resolves to the newest version in the registry: a real upgrade, verified.
+    upgrade = run_playbook(SITE, env=env)
+    assert upgrade.rc == 0, upgrade.stdout[-3000:]
+    assert upgrade.result("Install or upgrade Kueue")["changed"] is True
+    assert release_revision(cluster, binary) == (2, "kueue-" + newest)
+    verify = upgrade.result("Verify Kueue")
+    assert verify["ok"] is True and verify["failed_checks"] == []
+    assert verify["version"] == "v" + newest
+    assert verify["feature_gates"] == SEED_GATES
+    assert verify["integrations"] == SEED_FRAMEWORKS
+    names = {c["name"] for c in verify["checks"]}
+    assert {"deployment/kueue-controller-manager", "crds", "webhook-roundtrip", "helm-release",
+            "feature-gates", "integrations"} <= names
+
+    # 4. The second run of the same play changes nothing.
+    again = run_playbook(SITE, env=env)
+    assert again.rc == 0 and again.changed == 0, again
+    assert release_revision(cluster, binary) == (2, "kueue-" + newest)
+
+    # 5. Uninstall: the release, its CRDs and the namespace are gone; a second uninstall is a no-op.
+    gone = run_playbook(uninstall_play({"binary_path": binary}))
+    assert gone.rc == 0 and gone.changed == 1, gone
+    core, ext = client.CoreV1Api(kube), client.ApiextensionsV1Api(kube)
+    assert "kueue-system" not in {n.metadata.name for n in core.list_namespace().items}
+    assert not [c for c in ext.list_custom_resource_definition().items if c.spec.group == "kueue.x-k8s.io"]
+    twice = run_playbook(uninstall_play({"binary_path": binary}))
+    assert twice.rc == 0 and twice.changed == 0, twice
+
+
+def test_bad_input_fails_before_helm_runs(cluster, kube):
+    core = client.CoreV1Api(kube)
+    seed_values = {"controllerManager": {
+        "featureGates": [{"name": "TopologyAwareScheduling", "enabled": True}],
+        "managerConfig": {"controllerManagerConfigYaml": "apiVersion: config.kueue.x-k8s.io/v1beta1\n"
+                                                         "kind: Configuration\nintegrations:\n  frameworks:\n"
+                                                         "  - batch/job\n"}}}
+    base = {"chart_ref": os.environ["KUEUE_CHART_REF"], "plain_http": True, "binary_path": os.environ["HELM_V3"]}
+    misnested = run_playbook(module_play("kueue_helm", dict(base, values=seed_values)))
+    assert misnested.rc != 0
+    msg = " ".join(misnested.failure_messages())
+    assert "managerConfig" in msg and "controllerManagerConfigYaml" in msg and "Fix:" in msg
+    assert "Traceback" not in misnested.stdout + misnested.stderr
+
+    unknown = run_playbook(module_play("kueue_helm", dict(base, feature_gates={"TopologyAwareSchedulingX": True})))
+    assert unknown.rc != 0
+    msg = " ".join(unknown.failure_messages())
+    assert "TopologyAwareSchedulingX" in msg and "TopologyAwareScheduling" in msg and "feature_gates" in msg
+
+    bad_framework = run_playbook(module_play("kueue_helm", dict(base, integrations=["batch/jobs"])))
+    assert bad_framework.rc != 0 and "batch/jobs" in " ".join(bad_framework.failure_messages())
+
+    no_helm = run_playbook(module_play("kueue_helm", dict(base, binary_path="/nonexistent/helm")))
+    assert no_helm.rc != 0 and "/nonexistent/helm" in " ".join(no_helm.failure_messages())
+
+    # Nothing was installed or created by any of them.
+    assert "kueue-system" not in {n.metadata.name for n in core.list_namespace().items}
+    assert json.loads(helm(cluster, os.environ["HELM_V3"], "list", "-A", "-o", "json").stdout or "[]") == []
+
+
+def test_verify_fails_with_the_reason(cluster, kube):
+    env = helm_env(os.environ["HELM_V3"])
+    install = run_playbook(SITE, env=env)
+    assert install.rc == 0, install.stdout[-3000:]
+    apps = client.AppsV1Api(kube)
+    verify_args = {"install_method": "helm", "timeout": 20}
+    try:
+        # The manager stopped (and held stopped): the deployment check fails and says why.
+        open(cluster.path("agent", "hold"), "w").close()
+        with open(cluster.path("agent", "managers.json")) as handle:
+            pid = next(iter(json.load(handle).values()))["pid"]
+        os.kill(pid, signal.SIGKILL)
+        wait_for("deployment unready", lambda: not (apps.read_namespaced_deployment(
+            "kueue-controller-manager", "kueue-system").status.ready_replicas or 0))
+        stopped = run_playbook(module_play("kueue_verify", verify_args, name="Verify"))
+        assert stopped.rc != 0
+        res = stopped.result("Verify")
+        assert "deployment/kueue-controller-manager" in res["failed_checks"]
+        assert "webhook-roundtrip" in res["failed_checks"]
+        assert "0/1 ready" in res["msg"] and "HeldByHarness" in res["msg"]
+    finally:
+        os.unlink(cluster.path("agent", "hold"))
+    recovered = run_playbook(module_play("kueue_verify", dict(verify_args, timeout=180), name="Verify"))
+    assert recovered.rc == 0, recovered
+
+    # A missing CRD.
+    client.ApiextensionsV1Api(kube).delete_custom_resource_definition("topologies.kueue.x-k8s.io")
+    wait_for("CRD gone", lambda: "topologies.kueue.x-k8s.io" not in {
+        c.metadata.name for c in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items})
+    missing = run_playbook(module_play("kueue_verify", dict(verify_args, wait=False), name="Verify"))
+    assert missing.rc != 0
+    res = missing.result("Verify")
+    assert res["failed_checks"] == ["crds"] and "missing: topologies" in res["msg"]
+
+    # Report mode: the same failure, returned instead of failing the play.
+    report = run_playbook(module_play("kueue_verify", dict(verify_args, wait=False, fail_on_error=False), name="Verify"))
+    assert report.rc == 0 and report.result("Verify")["ok"] is False
+
+    done = run_playbook(uninstall_play())
+    assert done.rc == 0, done

@@ -1,0 +1,414 @@
+"""kueueops.aks.kueue_queues end to end (issue 4): the real module through real
+ansible-playbook against the real local control plane running the real Kueue 0.19.2
+(its CRD schemas, CEL rules, conversion and validating webhooks, and controller).
+
+Every object these tests create is named ``kq-*`` (namespaces ``kq-*``) and
+removed afterwards.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import time
+
+import pytest
+from kubernetes import client
+
+from .ansible import run_playbook
+from .kubeutil import condition, helm, wait_for
+
+GROUP = "kueue.x-k8s.io"
+KUEUE_VERSION = "0.19.2"
+PLURALS = {"Topology": "topologies", "ResourceFlavor": "resourceflavors", "Cohort": "cohorts",
+           "AdmissionCheck": "admissionchecks", "WorkloadPriorityClass": "workloadpriorityclasses",
+           "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues"}
+V2 = GROUP + "/v1beta2"
+V1 = GROUP + "/v1beta1"
+
+
+# ---------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def kueue(cluster, kube):
+    """Kueue 0.19.2 installed with Helm (reused when already running; removed if installed here)."""
+    apps = client.AppsV1Api(kube)
+    installed_here = False
+    try:
+        apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system")
+    except client.exceptions.ApiException as exc:
+        if exc.status != 404:
+            raise
+        helm(cluster, os.environ["HELM_V3"], "upgrade", "--install", "kueue", os.environ["KUEUE_CHART_REF"],
+             "--version", KUEUE_VERSION, "--plain-http", "-n", "kueue-system", "--create-namespace", "--wait",
+             "--timeout", "5m")
+        installed_here = True
+
+    def ready():
+        dep = apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system")
+        return (dep.status.available_replicas or 0) >= 1
+
+    wait_for("the Kueue manager", ready, timeout=300)
+    # The webhooks answer once a dry-run ClusterQueue goes through.
+    custom = client.CustomObjectsApi(kube)
+    probe = {"apiVersion": V2, "kind": "ClusterQueue", "metadata": {"name": "kq-probe"}, "spec": {}}
+    wait_for("Kueue's webhooks", lambda: custom.create_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", probe,
+                                                                             dry_run="All"), timeout=180)
+    yield kube
+    if installed_here:
+        helm(cluster, os.environ["HELM_V3"], "uninstall", "kueue", "-n", "kueue-system", "--wait", check=False)
+
+
+def _delete_ours(kube):
+    custom = client.CustomObjectsApi(kube)
+    core = client.CoreV1Api(kube)
+    for kind in reversed(list(PLURALS)):
+        for item in custom.list_cluster_custom_object(GROUP, "v1beta2", PLURALS[kind])["items"]:
+            meta = item["metadata"]
+            if not meta["name"].startswith("kq-") and not meta.get("namespace", "").startswith("kq-"):
+                continue
+            try:
+                if meta.get("namespace"):
+                    custom.delete_namespaced_custom_object(GROUP, "v1beta2", meta["namespace"], PLURALS[kind],
+                                                           meta["name"])
+                else:
+                    custom.delete_cluster_custom_object(GROUP, "v1beta2", PLURALS[kind], meta["name"])
+            except client.exceptions.ApiException as exc:
+                if exc.status != 404:
+                    raise
+    wait_for("kq- objects to be gone", lambda: not ours(kube), timeout=60)
+    for ns in core.list_namespace().items:
+        if ns.metadata.name.startswith("kq-") and not ns.metadata.deletion_timestamp:
+            core.delete_namespace(ns.metadata.name)
+    wait_for("kq- namespaces to be gone",
+             lambda: not [n for n in core.list_namespace().items if n.metadata.name.startswith("kq-")], timeout=120)
+
+
+@pytest.fixture
+def clean(kueue):
+    _delete_ours(kueue)
+    yield kueue
+    _delete_ours(kueue)
+
+
+def ours(kube):
+    """{(kind, namespace, name): resourceVersion} of every kq- Kueue object."""
+    custom = client.CustomObjectsApi(kube)
+    out = {}
+    for kind, plural in PLURALS.items():
+        for item in custom.list_cluster_custom_object(GROUP, "v1beta2", plural)["items"]:
+            meta = item["metadata"]
+            if meta["name"].startswith("kq-") or meta.get("namespace", "").startswith("kq-"):
+                out[(kind, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
+    return out
+
+
+def all_kueue_versions(kube):
+    """resourceVersion of EVERY Kueue object in the cluster (not only ours)."""
+    custom = client.CustomObjectsApi(kube)
+    out = {}
+    for kind, plural in PLURALS.items():
+        for item in custom.list_cluster_custom_object(GROUP, "v1beta2", plural)["items"]:
+            meta = item["metadata"]
+            out[(kind, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
+    return out
+
+
+def get(kube, kind, name, namespace=None):
+    custom = client.CustomObjectsApi(kube)
+    if namespace:
+        return custom.get_namespaced_custom_object(GROUP, "v1beta2", namespace, PLURALS[kind], name)
+    return custom.get_cluster_custom_object(GROUP, "v1beta2", PLURALS[kind], name)
+
+
+def play(*tasks):
+    return [{"name": "kueue_queues", "hosts": "local", "gather_facts": False,
+             "module_defaults": {"kueueops.aks.kueue_queues": {"kubeconfig": "{{ kueue_kubeconfig }}"}},
+             "tasks": list(tasks)}]
+
+
+def queues_task(name="Apply queues", ignore_errors=False, **args):
+    task = {"name": name, "kueueops.aks.kueue_queues": args}
+    if ignore_errors:
+        task["ignore_errors"] = True
+    return task
+
+
+# --------------------------------------------------------------- the example
+def quota(name, nominal, borrowing=None, lending=None):
+    out = {"name": name, "nominalQuota": nominal}
+    if borrowing is not None:
+        out["borrowingLimit"] = borrowing
+    if lending is not None:
+        out["lendingLimit"] = lending
+    return out
+
+
+def example_config():
+    """What a platform team writes: on-demand and spot CPU flavors, a GPU flavor with node labels and a
+    toleration, two teams' ClusterQueues sharing a Cohort with borrowing/lending limits and fair sharing,
+    three priority classes, a LocalQueue per team namespace."""
+    flavors = [
+        {"apiVersion": V2, "kind": "ResourceFlavor", "metadata": {"name": "kq-on-demand"},
+         "spec": {"nodeLabels": {"kubernetes.azure.com/scalesetpriority": "regular"}}},
+        {"apiVersion": V2, "kind": "ResourceFlavor", "metadata": {"name": "kq-spot"},
+         "spec": {"nodeLabels": {"kubernetes.azure.com/scalesetpriority": "spot"},
+                  "tolerations": [{"key": "kubernetes.azure.com/scalesetpriority", "operator": "Equal",
+                                   "value": "spot", "effect": "NoSchedule"}]}},
+        {"apiVersion": V2, "kind": "ResourceFlavor", "metadata": {"name": "kq-gpu-a100"},
+         "spec": {"nodeLabels": {"accelerator": "nvidia-a100"},
+                  "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}},
+    ]
+    cohort = [{"apiVersion": V2, "kind": "Cohort", "metadata": {"name": "kq-research"},
+               "spec": {"fairSharing": {"weight": "1"}}}]
+
+    def team_cq(team, cpu, gpus):
+        return {"apiVersion": V2, "kind": "ClusterQueue", "metadata": {"name": "kq-team-%s" % team},
+                "spec": {"cohortName": "kq-research", "namespaceSelector": {},
+                         "queueingStrategy": "BestEffortFIFO",
+                         "fairSharing": {"weight": "1"},
+                         "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+                         "resourceGroups": [
+                             {"coveredResources": ["cpu", "memory"],
+                              "flavors": [{"name": "kq-on-demand", "resources": [
+                                  quota("cpu", cpu, borrowing=cpu // 2, lending=cpu // 4),
+                                  quota("memory", "%dGi" % (cpu * 4), lending="%dGi" % cpu)]},
+                                  {"name": "kq-spot", "resources": [
+                                      quota("cpu", cpu * 2), quota("memory", "%dGi" % (cpu * 8))]}]},
+                             {"coveredResources": ["nvidia.com/gpu"],
+                              "flavors": [{"name": "kq-gpu-a100", "resources": [
+                                  quota("nvidia.com/gpu", gpus, borrowing=gpus)]}]}]}}
+
+    cqs = [team_cq("a", 32, 4), team_cq("b", 16, 2)]
+    priorities = [{"apiVersion": V2, "kind": "WorkloadPriorityClass", "metadata": {"name": "kq-%s" % n},
+                   "value": v, "description": "%s priority" % n}
+                  for n, v in (("low", 100), ("medium", 1000), ("high", 10000))]
+    lqs = [{"apiVersion": V2, "kind": "LocalQueue", "metadata": {"name": "kq-user-queue", "namespace": "kq-team-%s" % t},
+            "spec": {"clusterQueue": "kq-team-%s" % t}} for t in ("a", "b")]
+    return flavors + cohort + cqs + priorities + lqs
+
+
+def test_example_applies_goes_active_is_idempotent_and_prunes(clean):
+    kube = clean
+    config = example_config()
+    started = time.time()
+    first = run_playbook(play(queues_task(resources=config, create_namespaces=True, timeout=120)))
+    first_seconds = time.time() - started
+    assert first.rc == 0, first.stdout[-3000:]
+    res = first.result("Apply queues")
+    assert res["changed"] is True and first.changed == 1
+    assert res["api_version"] == V2
+    assert res["counts"]["ClusterQueue"] == {"created": 2, "updated": 0, "unchanged": 0, "pruned": 0}
+    assert res["counts"]["LocalQueue"]["created"] == 2
+    assert sorted(res["namespaces_created"]) == ["kq-team-a", "kq-team-b"]
+    assert res["not_active"] == []
+    for name in ("kq-team-a", "kq-team-b"):
+        assert condition(get(kube, "ClusterQueue", name), "Active") == "True"
+        assert condition(get(kube, "LocalQueue", "kq-user-queue", "kq-" + name[3:]), "Active") == "True"
+    before = ours(kube)
+    assert len(before) == 11
+
+    # Second run: nothing changes, nothing is written.
+    second = run_playbook(play(queues_task(resources=config, create_namespaces=True, timeout=120)))
+    assert second.rc == 0, second.stdout[-3000:]
+    assert second.changed == 0 and second.host_stats()["changed"] == 0
+    res2 = second.result("Apply queues")
+    assert all(c["created"] == c["updated"] == 0 for c in res2["counts"].values())
+    assert ours(kube) == before
+
+    # Check mode + diff of a prune: reports, writes nothing.
+    smaller = [o for o in config if not (o["kind"] == "LocalQueue" and o["metadata"]["namespace"] == "kq-team-b")]
+    check = run_playbook(play(queues_task(resources=smaller, prune=True)), check=True, diff=True)
+    assert check.rc == 0, check.stdout[-3000:]
+    cres = check.result("Apply queues")
+    assert cres["changed"] is True
+    assert cres["pruned"] == [{"kind": "LocalQueue", "namespace": "kq-team-b", "name": "kq-user-queue"}]
+    assert ours(kube) == before
+
+    # Prune for real: exactly the removed LocalQueue goes; nothing else is written.
+    pruned = run_playbook(play(queues_task(resources=smaller, prune=True)))
+    assert pruned.rc == 0, pruned.stdout[-3000:]
+    pres = pruned.result("Apply queues")
+    assert pres["changed"] is True
+    assert pres["changed_objects"] == [{"kind": "LocalQueue", "namespace": "kq-team-b", "name": "kq-user-queue",
+                                        "action": "pruned"}]
+    after = ours(kube)
+    expected = dict(before)
+    del expected[("LocalQueue", "kq-team-b", "kq-user-queue")]
+    assert after == expected
+    print("first apply of the example: %.1fs" % first_seconds)
+
+
+def test_check_mode_diff_and_hold_admission(clean):
+    kube = clean
+    config = example_config()
+    assert run_playbook(play(queues_task(resources=config, create_namespaces=True, timeout=120))).rc == 0
+    before = ours(kube)
+    changed = copy.deepcopy(config)
+    cq_a = [o for o in changed if o["metadata"]["name"] == "kq-team-a"][0]
+    cq_a["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 40
+
+    check = run_playbook(play(queues_task(resources=changed)), check=True, diff=True)
+    assert check.rc == 0, check.stdout[-3000:]
+    res = check.result("Apply queues")
+    assert res["changed"] is True
+    assert res["changed_objects"] == [{"kind": "ClusterQueue", "name": "kq-team-a", "action": "updated"}]
+    assert len(res["diff"]) == 1
+    rg = res["diff"][0]
+    assert rg["before"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "32"
+    assert rg["after"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "40"
+    assert ours(kube) == before
+
+    held = run_playbook(play(queues_task(resources=changed, hold_admission=True, timeout=120)))
+    assert held.rc == 0, held.stdout[-3000:]
+    hres = held.result("Apply queues")
+    assert sorted(hres["held"]) == ["kq-team-a", "kq-team-b"]
+    live = get(kube, "ClusterQueue", "kq-team-a")
+    assert live["spec"].get("stopPolicy", "None") == "None"
+    assert condition(live, "Active") == "True"
+    assert live["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "40"
+    # the hold leaves no field ownership behind: the next run is a no-op
+    again = run_playbook(play(queues_task(resources=changed, hold_admission=True)))
+    assert again.rc == 0 and again.changed == 0, again.stdout[-3000:]
+
+
+def test_v1beta1_input_is_converted_on_a_v1beta2_cluster(clean):
+    kube = clean
+    v1 = [
+        {"apiVersion": V1, "kind": "ResourceFlavor", "metadata": {"name": "kq-default"}},
+        {"apiVersion": V1, "kind": "AdmissionCheck", "metadata": {"name": "kq-prov"},
+         "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request", "retryDelayMinutes": 15}},
+        {"apiVersion": V1, "kind": "ClusterQueue", "metadata": {"name": "kq-legacy"},
+         "spec": {"cohort": "kq-implicit", "namespaceSelector": {},
+                  "admissionChecks": ["kq-prov"],
+                  "flavorFungibility": {"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"},
+                  "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                      {"name": "kq-default", "resources": [{"name": "cpu", "nominalQuota": "4",
+                                                            "borrowingLimit": "2"}]}]}]}},
+    ]
+    # The admission check has no controller here (no ProvisioningRequest API), so the
+    # ClusterQueue cannot become Active: the wait reports the reason and fails.
+    result = run_playbook(play(queues_task(resources=v1, timeout=20)))
+    assert result.rc != 0
+    res = result.result("Apply queues")
+    assert res["api_version"] == V2
+    assert res["implicit_cohorts"] == ["kq-implicit"]
+    msg = res["msg"]
+    assert "ClusterQueue kq-legacy" in msg and "did not become Active" in msg, msg
+    assert [n["name"] for n in res["not_active"]] == ["kq-legacy"]
+    assert "AdmissionCheck" in res["not_active"][0]["reason"], res["not_active"]
+    cq = get(kube, "ClusterQueue", "kq-legacy")
+    assert cq["spec"]["cohortName"] == "kq-implicit"
+    assert cq["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "kq-prov"}]}
+    assert cq["spec"]["flavorFungibility"]["whenCanBorrow"] == "MayStopSearch"
+    assert cq["spec"]["flavorFungibility"]["whenCanPreempt"] == "MayStopSearch"
+    # the same v1beta1 input again is a no-op
+    again = run_playbook(play(queues_task(resources=v1, wait=False)))
+    assert again.rc == 0 and again.changed == 0, again.stdout[-3000:]
+
+
+def _bad_cases():
+    base_cq = {"apiVersion": V2, "kind": "ClusterQueue", "metadata": {"name": "kq-bad"},
+               "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                   {"name": "kq-on-demand", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}}
+
+    def cq_with(mutate):
+        obj = copy.deepcopy(base_cq)
+        mutate(obj)
+        return obj
+
+    def set_(path, value):
+        def mutate(obj):
+            target = obj
+            for part in path[:-1]:
+                target = target[part]
+            target[path[-1]] = value
+        return mutate
+
+    res0 = ["spec", "resourceGroups", 0, "flavors", 0, "resources", 0]
+    return {
+        "schema-enum": ([cq_with(set_(["spec", "queueingStrategy"], "Sideways"))],
+                        "ClusterQueue kq-bad", "spec.queueingStrategy"),
+        "schema-unknown-field": ([cq_with(set_(["spec", "colour"], "blue"))], "ClusterQueue kq-bad", "spec.colour"),
+        "cel-borrowing-without-cohort": ([cq_with(set_(res0 + ["borrowingLimit"], "2"))], "ClusterQueue kq-bad",
+                                         "borrowingLimit must be nil when cohort is empty"),
+        "dangling-localqueue": ([{"apiVersion": V2, "kind": "LocalQueue",
+                                  "metadata": {"name": "kq-orphan", "namespace": "kq-team-a"},
+                                  "spec": {"clusterQueue": "kq-nowhere"}}],
+                                "LocalQueue kq-team-a/kq-orphan", "spec.clusterQueue"),
+        "cohort-cycle": ([{"apiVersion": V2, "kind": "Cohort", "metadata": {"name": "kq-c1"},
+                           "spec": {"parentName": "kq-c2"}},
+                          {"apiVersion": V2, "kind": "Cohort", "metadata": {"name": "kq-c2"},
+                           "spec": {"parentName": "kq-c1"}}],
+                         "Cohort kq-c1", "spec.parentName: cohort cycle kq-c1 -> kq-c2 -> kq-c1"),
+        "bad-quantity": ([cq_with(set_(res0 + ["nominalQuota"], "4 cores"))], "ClusterQueue kq-bad",
+                         "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"),
+        "missing-namespace": ([{"apiVersion": V2, "kind": "LocalQueue",
+                                "metadata": {"name": "kq-q", "namespace": "kq-does-not-exist"},
+                                "spec": {"clusterQueue": "kq-team-a"}}],
+                              "LocalQueue kq-does-not-exist/kq-q", "metadata.namespace"),
+        "aks-name-on-managed-cluster": ([{"apiVersion": V2, "kind": "ResourceFlavor",
+                                          "metadata": {"name": "aks-cpu"}}],
+                                        "ResourceFlavor aks-cpu", "metadata.name"),
+    }
+
+
+def test_bad_input_fails_naming_object_and_field_and_writes_nothing(clean):
+    kube = clean
+    config = example_config()
+    assert run_playbook(play(queues_task(resources=config, create_namespaces=True, timeout=120))).rc == 0
+    # A valid change rides along with every bad input: it must not be written either.
+    changed = copy.deepcopy(config)
+    [o for o in changed if o["metadata"]["name"] == "kq-team-b"][0]["spec"]["resourceGroups"][0]["flavors"][0][
+        "resources"][0]["nominalQuota"] = 20
+    changed.append({"apiVersion": V2, "kind": "ResourceFlavor", "metadata": {"name": "kq-new-flavor"}})
+    before = all_kueue_versions(kube)
+
+    cases = _bad_cases()
+    tasks = []
+    for name, (bad, _obj, _field) in cases.items():
+        args = {"resources": changed + bad, "timeout": 60}
+        if name == "aks-name-on-managed-cluster":
+            args["aks_extension"] = True
+        tasks.append(queues_task(name="bad %s" % name, ignore_errors=True, **args))
+    started = time.time()
+    result = run_playbook(play(*tasks))
+    elapsed = time.time() - started
+    assert result.rc == 0, result.stdout[-3000:]  # every failure was ignored
+    for name, (_bad, obj, field) in cases.items():
+        res = result.result("bad %s" % name)
+        assert res.get("failed"), (name, res)
+        assert "Traceback" not in res.get("msg", "") and "exception" not in res, (name, res)
+        assert obj in res["msg"] and field in res["msg"], (name, res["msg"])
+        assert res["problems"], name
+        assert any(p["object"] == obj for p in res["problems"]), (name, res["problems"])
+    assert all_kueue_versions(kube) == before
+    print("%d bad inputs judged in %.1fs" % (len(cases), elapsed))
+
+
+def test_all_problems_reported_together(clean):
+    kube = clean
+    before = all_kueue_versions(kube)
+    cases = _bad_cases()
+    resources = []
+    for name in ("dangling-localqueue", "cohort-cycle", "bad-quantity", "missing-namespace"):
+        resources.extend(cases[name][0])
+    result = run_playbook(play(queues_task(resources=resources, ignore_errors=True)))
+    res = result.result("Apply queues")
+    assert res.get("failed")
+    objects = set(p["object"] for p in res["problems"])
+    assert {"LocalQueue kq-team-a/kq-orphan", "Cohort kq-c1", "ClusterQueue kq-bad",
+            "LocalQueue kq-does-not-exist/kq-q"} <= objects, res["problems"]
+    assert all_kueue_versions(kube) == before
+
+
+def test_state_absent_deletes_in_reverse_order(clean):
+    kube = clean
+    config = example_config()
+    assert run_playbook(play(queues_task(resources=config, create_namespaces=True, timeout=120))).rc == 0
+    gone = run_playbook(play(queues_task(resources=config, state="absent", timeout=120)))
+    assert gone.rc == 0, gone.stdout[-3000:]
+    res = gone.result("Apply queues")
+    assert [o["kind"] for o in res["changed_objects"]][:2] == ["LocalQueue", "LocalQueue"]
+    assert res["changed_objects"][-1]["kind"] == "ResourceFlavor"
+    wait_for("objects deleted", lambda: not ours(kube), timeout=60)
+    again = run_playbook(play(queues_task(resources=config, state="absent")))
+    assert again.rc == 0 and again.changed == 0

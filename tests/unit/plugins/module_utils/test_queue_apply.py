@@ -1,0 +1,230 @@
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The orchestration of plugins/module_utils/apply.py against an in-memory API server.
+
+The real API server, schema, CEL and webhooks are exercised by
+tests/integration/test_kueue_queues.py; here the order of phases is pinned:
+every object is dry-run before the first write, nothing is written when one
+fails, unchanged objects are not written, prune goes in reverse order, hold
+admission holds then releases.
+"""
+
+import copy
+import json
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from ansible_collections.kueueops.aks.plugins.module_utils import apply as engine_mod
+from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
+
+V2 = 'kueue.x-k8s.io/v1beta2'
+
+
+class FakeServer:
+    def __init__(self):
+        self.store = {}
+        self.calls = []
+        self.rv = 100
+        self.reject = {}
+
+    def apply(self, engine, obj, dry_run=False, force=False, manager=None):
+        key = q.obj_key(obj)
+        self.calls.append(('apply-dry' if dry_run else 'apply', key, (obj.get('spec') or {}).get('stopPolicy')))
+        if key in self.reject:
+            exc = ApiException(status=422, reason='Unprocessable Entity')
+            exc.body = json.dumps({'message': 'invalid', 'details': {'causes': [
+                {'field': self.reject[key][0], 'message': self.reject[key][1], 'reason': 'FieldValueInvalid'}]}})
+            raise exc
+        current = self.store.get(key)
+        new = copy.deepcopy(obj)
+        new.setdefault('spec', {})
+        new['spec'].setdefault('stopPolicy', 'None') if key[0] == 'ClusterQueue' else None
+        meta = new['metadata']
+        meta['managedFields'] = [{'manager': manager or engine.manager, 'operation': 'Apply', 'apiVersion': V2,
+                                  'fieldsV1': sorted((obj.get('spec') or {}).keys())}]
+        if current is not None:
+            meta['resourceVersion'] = current['metadata']['resourceVersion']
+            meta['uid'] = current['metadata']['uid']
+            if q.comparable(current) != q.comparable(new) or \
+                    current['metadata'].get('managedFields') != meta['managedFields']:
+                if not dry_run:
+                    self.rv += 1
+                    meta['resourceVersion'] = str(self.rv)
+        else:
+            self.rv += 1
+            meta['resourceVersion'] = str(self.rv)
+            meta['uid'] = 'uid-%s' % self.rv
+        if not dry_run:
+            self.store[key] = new
+        return copy.deepcopy(new)
+
+    def install(self, monkeypatch, namespaces=('team-a',)):
+        server = self
+
+        def discover(engine):
+            engine.served = dict((k, 'v1beta2') for k in q.KIND_ORDER)
+            return engine.served
+
+        def list_live(engine, kinds=None):
+            out = {}
+            for key, obj in server.store.items():
+                out.setdefault(key[0], {})[key] = copy.deepcopy(obj)
+            return out
+
+        def delete(engine, key, dry_run=False):
+            server.calls.append(('delete-dry' if dry_run else 'delete', key, None))
+            if key not in server.store:
+                return False
+            if not dry_run:
+                del server.store[key]
+            return True
+
+        monkeypatch.setattr(engine_mod.QueueEngine, 'discover', discover)
+        monkeypatch.setattr(engine_mod.QueueEngine, 'list_live', list_live)
+        monkeypatch.setattr(engine_mod.QueueEngine, 'list_namespaces', lambda engine: set(namespaces))
+        monkeypatch.setattr(engine_mod.QueueEngine, 'detect_aks_extension', lambda engine, ns: False)
+        monkeypatch.setattr(engine_mod.QueueEngine, 'server_apply',
+                            lambda engine, *args, **kwargs: server.apply(engine, *args, **kwargs))
+        monkeypatch.setattr(engine_mod.QueueEngine, 'delete', delete)
+        monkeypatch.setattr(engine_mod.QueueEngine, 'get', lambda engine, key: copy.deepcopy(server.store.get(key)))
+        monkeypatch.setattr(engine_mod.QueueEngine, 'create_namespace', lambda engine, name: True)
+        monkeypatch.setattr(engine_mod.QueueEngine, 'wait_active', lambda engine, keys, deadline: {})
+        return server
+
+
+class FakeApiClient:
+    class rest_client:  # noqa: N801 - mimics the attribute layout
+        pool_manager = None
+
+
+@pytest.fixture
+def server(monkeypatch):
+    return FakeServer().install(monkeypatch)
+
+
+def config(quota='4', lq=True):
+    objs = [
+        {'apiVersion': V2, 'kind': 'ResourceFlavor', 'metadata': {'name': 'default'}},
+        {'apiVersion': V2, 'kind': 'ClusterQueue', 'metadata': {'name': 'a'},
+         'spec': {'namespaceSelector': {}, 'resourceGroups': [{'coveredResources': ['cpu'], 'flavors': [
+             {'name': 'default', 'resources': [{'name': 'cpu', 'nominalQuota': quota}]}]}]}},
+    ]
+    if lq:
+        objs.append({'apiVersion': V2, 'kind': 'LocalQueue', 'metadata': {'name': 'q', 'namespace': 'team-a'},
+                     'spec': {'clusterQueue': 'a'}})
+    return objs
+
+
+def run(resources, check_mode=False, diff=False, **params):
+    base = dict(resources=resources, state='present', prune=False, force=False, hold_admission=False,
+                create_namespaces=False, wait=True, timeout=60, workers=4)
+    base.update(params)
+    return engine_mod.run(FakeApiClient(), base, check_mode=check_mode, diff=diff)
+
+
+def writes(server):
+    return [c for c in server.calls if c[0] in ('apply', 'delete')]
+
+
+def test_first_apply_then_idempotent(server):
+    res = run(config())
+    assert res['changed'] is True
+    assert res['counts']['ClusterQueue'] == {'created': 1, 'updated': 0, 'unchanged': 0, 'pruned': 0}
+    # every dry-run precedes the first write, and writes follow dependency order
+    kinds = [c[0] for c in server.calls]
+    assert kinds.index('apply') > max(i for i, k in enumerate(kinds) if k == 'apply-dry')
+    assert [c[1][0] for c in writes(server)] == ['ResourceFlavor', 'ClusterQueue', 'LocalQueue']
+
+    server.calls[:] = []
+    again = run(config())
+    assert again['changed'] is False
+    assert writes(server) == []
+    assert again['counts']['LocalQueue'] == {'created': 0, 'updated': 0, 'unchanged': 1, 'pruned': 0}
+
+
+def test_update_only_writes_the_changed_object_and_diffs_it(server):
+    run(config())
+    server.calls[:] = []
+    res = run(config(quota='8'), diff=True)
+    assert [c[1] for c in writes(server)] == [('ClusterQueue', '', 'a')]
+    assert res['changed_objects'] == [{'kind': 'ClusterQueue', 'name': 'a', 'action': 'updated'}]
+    assert res['diff'][0]['before']['spec']['resourceGroups'][0]['flavors'][0]['resources'][0]['nominalQuota'] == '4'
+    assert res['diff'][0]['after']['spec']['resourceGroups'][0]['flavors'][0]['resources'][0]['nominalQuota'] == '8'
+
+
+def test_check_mode_writes_nothing(server):
+    res = run(config(), check_mode=True)
+    assert res['changed'] is True
+    assert writes(server) == [] and server.store == {}
+
+
+def test_dry_run_failure_writes_nothing_and_names_every_problem(server):
+    server.reject[('ClusterQueue', '', 'a')] = ('spec.queueingStrategy', 'Unsupported value: "Sideways"')
+    server.reject[('LocalQueue', 'team-a', 'q')] = ('spec.clusterQueue', 'field is immutable')
+    with pytest.raises(engine_mod.QueueProblems) as err:
+        run(config())
+    assert writes(server) == []
+    assert [str(p) for p in err.value.problems] == [
+        'ClusterQueue a: spec.queueingStrategy: Unsupported value: "Sideways"',
+        'LocalQueue team-a/q: spec.clusterQueue: field is immutable',
+    ]
+    assert 'nothing was written' in err.value.message()
+
+
+def test_validation_failure_skips_the_dry_run(server):
+    bad = config()
+    bad[2]['spec']['clusterQueue'] = 'missing'
+    with pytest.raises(engine_mod.QueueProblems) as err:
+        run(bad)
+    assert server.calls == []
+    assert err.value.problems[0].field == 'spec.clusterQueue'
+
+
+def test_prune_reverse_order_and_only_ours(server):
+    run(config())
+    server.store[('ResourceFlavor', '', 'foreign')] = {
+        'apiVersion': V2, 'kind': 'ResourceFlavor', 'metadata': {'name': 'foreign', 'resourceVersion': '1',
+                                                                  'managedFields': [{'manager': 'kubectl',
+                                                                                     'operation': 'Apply'}]}}
+    server.calls[:] = []
+    res = run([config()[0]], prune=True)
+    assert [c[1] for c in writes(server)] == [('LocalQueue', 'team-a', 'q'), ('ClusterQueue', '', 'a')]
+    assert res['counts']['LocalQueue']['pruned'] == 1 and res['counts']['ClusterQueue']['pruned'] == 1
+    assert ('ResourceFlavor', '', 'foreign') in server.store
+
+
+def test_hold_admission_holds_then_releases(server):
+    run(config())
+    server.calls[:] = []
+    res = run(config(quota='8'), hold_admission=True)
+    assert res['held'] == ['a']
+    applied = [(c[1][0], c[2]) for c in writes(server)]
+    assert applied == [('ClusterQueue', 'Hold'), ('ClusterQueue', None)]
+    assert server.store[('ClusterQueue', '', 'a')]['spec']['stopPolicy'] == 'None'
+    server.calls[:] = []
+    assert run(config(quota='8'), hold_admission=True)['changed'] is False
+    assert writes(server) == []
+
+
+def test_state_absent_reverse_order(server):
+    run(config())
+    server.calls[:] = []
+    res = run(config(), state='absent')
+    assert [c[1][0] for c in writes(server)] == ['LocalQueue', 'ClusterQueue', 'ResourceFlavor']
+    assert res['changed'] is True and server.store == {}
+    assert run(config(), state='absent')['changed'] is False
+
+
+def test_problems_from_api_errors():
+    exc = ApiException(status=409, reason='Conflict')
+    exc.body = json.dumps({'message': 'Apply failed with 1 conflict', 'details': {'causes': [
+        {'reason': 'FieldManagerConflict', 'message': 'conflict with "kubectl"', 'field': '.spec.stopPolicy'}]}})
+    problems = engine_mod.problems_from_api_error(exc, 'ClusterQueue a')
+    assert problems[0].field == 'spec.stopPolicy' and 'force: true' in problems[0].text
+    exc = ApiException(status=400, reason='Bad Request')
+    exc.body = json.dumps({'message': 'admission webhook "vclusterqueue.kb.io" denied the request: '
+                                      'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value'})
+    problems = engine_mod.problems_from_api_error(exc, 'ClusterQueue a')
+    assert problems[0].field == 'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit'
+    assert 'HTTP 400' in problems[0].text
