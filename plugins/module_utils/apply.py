@@ -88,8 +88,11 @@ def problems_from_api_error(exc, label):
             out.append(q.Problem(label, field, '%s; set force: true to take the field over from that manager'
                                  % (cause.get('message') or 'conflict')))
         return out
-    for cause in causes:
+    real = [c for c in causes if 'some validation rules were not checked' not in (c.get('message') or '')]
+    for cause in real or causes:
         field = (cause.get('field') or '').lstrip('.') or None
+        if field == '<nil>':
+            field = None
         text = cause.get('message') or cause.get('reason') or message
         if field and text.startswith(field + ':'):
             text = text[len(field) + 1:].strip()

@@ -477,7 +477,9 @@ class HelmRunner:
 
     def list_release(self, release, namespace):
         """The release as ``helm list`` reports it (any status), or None."""
-        _rc, out, _err = self._run(["list", "--namespace", namespace, "--all", "--filter",
+        # Explicit states instead of v3's --all, which v4 removed; both majors accept these.
+        _rc, out, _err = self._run(["list", "--namespace", namespace, "--deployed", "--failed", "--pending",
+                                    "--uninstalling", "--filter",
                                     "^%s$" % re.escape(release), "--output", "json"])
         items = json.loads(out or "[]") or []
         return items[0] if items else None

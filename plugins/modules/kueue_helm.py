@@ -194,6 +194,12 @@ deleted_objects:
   returned: when O(state=absent) and the release existed
   type: dict
   sample: {clusterqueues: 2, localqueues: 7, resourceflavors: 3}
+finalizers_cleared:
+  description:
+    - How many Kueue objects had their C(kueue.x-k8s.io/) finalizers removed after the uninstall, so that the CRDs
+      could finish deleting (the Kueue manager that would remove them is gone).
+  returned: when O(state=absent) deleted Kueue objects
+  type: int
 """
 
 import copy
@@ -491,8 +497,14 @@ class KueueHelm:
                 result["diff"] = dict(before={"release": current, "kueue_objects": counts}, after={})
             changed = True
             if not self.module.check_mode:
-                runner.uninstall(p["release_name"], p["release_namespace"], wait=p["wait"], timeout=p["timeout"])
+                # With Kueue objects left, helm's own --wait would hang: the manager goes first,
+                # and nobody removes its resource-in-use finalizers, so the CRDs never finish
+                # terminating. Uninstall, then clear those finalizers (what the AKS managed
+                # extension's uninstall does) and wait for the CRDs to be gone.
+                runner.uninstall(p["release_name"], p["release_namespace"], wait=p["wait"] and not counts,
+                                 timeout=p["timeout"])
                 if counts:
+                    result["finalizers_cleared"] = self.clear_kueue_finalizers(p["timeout"] if p["wait"] else 0)
                     self.warnings.append("helm uninstall deleted Kueue's CRDs and with them %s" % ", ".join(
                         "%d %s" % (n, k) for k, n in sorted(counts.items())))
         if ns_exists:
@@ -500,6 +512,48 @@ class KueueHelm:
             if not self.module.check_mode:
                 self.delete_namespace()
         return dict(result, changed=changed)
+
+    def clear_kueue_finalizers(self, timeout):
+        """Remove kueue.x-k8s.io/ finalizers from the objects of terminating Kueue CRDs until
+        the CRDs are gone (or `timeout` seconds pass). Returns how many objects it patched."""
+        ext = k8s.ApiextensionsV1Api(self.api)
+        custom = k8s.CustomObjectsApi(self.api)
+        cleared = set()
+        deadline = time.time() + timeout
+        while True:
+            crds = [c for c in ext.list_custom_resource_definition().items if c.spec.group == GROUP]
+            if not crds:
+                return len(cleared)
+            for crd in crds:
+                version = [v.name for v in crd.spec.versions if v.storage][0]
+                plural = crd.spec.names.plural
+                try:
+                    items = custom.list_cluster_custom_object(GROUP, version, plural)["items"]
+                except ApiException:
+                    continue
+                for item in items:
+                    meta = item["metadata"]
+                    keep = [f for f in meta.get("finalizers") or [] if not f.startswith(GROUP + "/")]
+                    if keep == (meta.get("finalizers") or []):
+                        continue
+                    body = {"metadata": {"finalizers": keep or None, "resourceVersion": meta["resourceVersion"]}}
+                    try:
+                        if meta.get("namespace"):
+                            custom.patch_namespaced_custom_object(GROUP, version, meta["namespace"], plural,
+                                                                  meta["name"], body)
+                        else:
+                            custom.patch_cluster_custom_object(GROUP, version, plural, meta["name"], body)
+                        cleared.add((plural, meta.get("namespace"), meta["name"]))
+                    except ApiException as exc:
+                        if exc.status not in (404, 409):
+                            raise
+            if time.time() >= deadline:
+                if timeout:
+                    raise KueueOpsError("Kueue CRDs still terminating after %ss: %s" % (
+                        timeout, ", ".join(c.metadata.name for c in crds)), field="timeout",
+                        fix="raise timeout, or look at the finalizers of the remaining objects")
+                return len(cleared)
+            time.sleep(0.5)
 
     def namespace_exists(self):
         try:

@@ -254,12 +254,16 @@ def main():
                                            fix='pip install PyYAML in the Python that runs the module').message())
 
     api_client = get_api_client(module)
+    failure = None
     try:
         result = run(api_client, params, check_mode=module.check_mode, diff=module._diff)
     except QueueProblems as exc:
-        module.fail_json(msg=exc.message(), problems=[p.as_dict() for p in exc.problems], changed=False)
+        failure = dict(msg=exc.message(), problems=[p.as_dict() for p in exc.problems])
     except Exception as exc:  # pylint: disable=broad-except
-        module.fail_json(msg=describe_kube_error(exc, host=api_client.configuration.host).message())
+        failure = dict(msg=describe_kube_error(exc, host=api_client.configuration.host).message())
+    if failure is not None:
+        # Outside the except block: a user-facing message, no traceback attached.
+        module.fail_json(changed=False, **failure)
 
     for item in result.get('prune_waiting') or []:
         module.warn('%s %s is still being deleted: %s' % (item['kind'], item['name'], item['reason']))

@@ -28,6 +28,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -103,6 +104,9 @@ class Manager:
         self.last_status = None
         self.binary = None
         self.argv = None
+        self.webhook_port = None
+        self.ports = {}
+        self.visibility = False
 
     # The container the chart defines: /manager with --config=...
     @staticmethod
@@ -139,59 +143,79 @@ class Manager:
             return False
         self.cert_secret = cert_secret
         config = yaml.safe_load(config_text) or {}
-        webhook_port = int((config.get("webhook") or {}).get("port") or 9443)
-        svc_ip, svc_port = self.webhook_service(pod, webhook_port, config)
-        if not svc_ip:
+        container_webhook_port = int((config.get("webhook") or {}).get("port") or 9443)
+        services = self.pod_services(pod)
+        # Each server the manager runs binds a loopback port of its own; the agent's
+        # service proxy (kube-proxy's part) forwards the Service's ClusterIP:port to a
+        # ready manager, so two managers overlap during a rolling update as two pods do.
+        self.health_port = free_port()
+        self.ports = {}  # (ClusterIP, port) -> local port
+        webhook_addr = services.get(container_webhook_port) or services.get("webhook-server")
+        if not webhook_addr:
             self.waiting = ("ContainerCreating", "webhook service not found")
             return False
-        self.health_port = free_port()
+        self.webhook_port = free_port()
+        self.ports[webhook_addr] = self.webhook_port
         config.setdefault("health", {})["healthProbeBindAddress"] = "127.0.0.1:%d" % self.health_port
         config.setdefault("metrics", {})["bindAddress"] = "127.0.0.1:%d" % free_port()
-        config["webhook"] = dict(config.get("webhook") or {}, host=svc_ip, port=svc_port,
+        config["webhook"] = dict(config.get("webhook") or {}, host="127.0.0.1", port=self.webhook_port,
                                  certDir=os.path.join(self.dir, "certs"))
         config.pop("pprofBindAddress", None)
         config["namespace"] = self.ns
         # In a pod, client-go reads the namespace from the service account mount.
         if isinstance(config.get("leaderElection"), dict):
             config["leaderElection"].setdefault("resourceNamespace", self.ns)
-        args = []
-        gates_on_cli = False
-        for arg in c.get("args", []):
-            if arg.startswith("--config="):
-                continue
-            if arg.startswith("--feature-gates="):
-                gates_on_cli = True
-                arg += ",VisibilityOnDemand=false"
-            args.append(arg)
-        if isinstance(config.get("featureGates"), dict):
-            config["featureGates"]["VisibilityOnDemand"] = False
-        elif not gates_on_cli:
-            args.append("--feature-gates=VisibilityOnDemand=false")
+        # The visibility API server is real where Kueue lets it bind a chosen address
+        # (visibilityServer.bindAddress, from 0.18): the API server's aggregator reaches it
+        # through the kueue-visibility-server Service. Older managers run with
+        # VisibilityOnDemand=false and the agent deletes the APIServices.
+        visibility_addr = services.get(8082) or services.get("visibility")
+        self.visibility = bool(visibility_addr) and self.version_at_least(tag, (0, 18))
+        args = [a for a in c.get("args", []) if not a.startswith("--config=")]
+        if self.visibility:
+            port = free_port()
+            self.ports[visibility_addr] = port
+            config["visibilityServer"] = {"bindAddress": "127.0.0.1", "bindPort": port}
+            os.makedirs("/visibility", mode=0o700, exist_ok=True)  # Kueue's fixed cert dir for it
+        else:
+            gates_on_cli = any(a.startswith("--feature-gates=") for a in args)
+            args = [a + ",VisibilityOnDemand=false" if a.startswith("--feature-gates=") else a for a in args]
+            if isinstance(config.get("featureGates"), dict):
+                config["featureGates"]["VisibilityOnDemand"] = False
+            elif not gates_on_cli:
+                args.append("--feature-gates=VisibilityOnDemand=false")
         path = os.path.join(self.dir, "config.yaml")
         with open(path, "w") as handle:
             yaml.safe_dump(config, handle)
         self.kubeconfig = self.agent.service_account_kubeconfig(self.ns, pod["spec"].get("serviceAccountName", "default"), self.dir)
         self.binary = binary
-        self.argv = [binary, "--config=" + path] + args
+        # --kubeconfig as a flag: the visibility server reads it for delegated authn/authz.
+        self.argv = [binary, "--config=" + path, "--kubeconfig=" + self.kubeconfig] + args
         self.env = {e["name"]: e["value"] for e in c.get("env", []) if "value" in e}
         self.image = c["image"]
         self.container_name = c["name"]
         return True
 
-    def webhook_service(self, pod: dict, target_port: int, config: dict):
-        wanted = ((config.get("internalCertManagement") or {}).get("webhookServiceName"))
+    @staticmethod
+    def version_at_least(tag: str, minimum: tuple) -> bool:
+        try:
+            return tuple(int(x) for x in tag.lstrip("v").split("-")[0].split(".")[:2]) >= minimum
+        except ValueError:
+            return False
+
+    def pod_services(self, pod: dict) -> dict:
+        """targetPort (number or name) -> (ClusterIP, port) for the Services selecting the pod."""
         svcs = self.agent.api.get("/api/v1/namespaces/%s/services" % self.ns) or {"items": []}
         labels = pod["metadata"].get("labels", {})
+        out = {}
         for svc in svcs["items"]:
             sel = svc["spec"].get("selector") or {}
-            if wanted and svc["metadata"]["name"] != wanted:
-                continue
-            if not sel or any(labels.get(k) != v for k, v in sel.items()):
+            ip = svc["spec"].get("clusterIP")
+            if not sel or not ip or ip == "None" or any(labels.get(k) != v for k, v in sel.items()):
                 continue
             for port in svc["spec"].get("ports", []):
-                if port.get("targetPort") in (target_port, "webhook-server"):
-                    return svc["spec"].get("clusterIP"), port["port"]
-        return None, None
+                out[port.get("targetPort", port["port"])] = (ip, port["port"])
+        return out
 
     def sync_certs(self) -> None:
         if not self.cert_secret:
@@ -290,6 +314,14 @@ class Manager:
         ]
         desired = {"phase": "Running" if self.proc else "Pending", "conditions": conditions,
                    "containerStatuses": [cstatus]}
+        if self.proc:
+            # EndpointSlices need a pod IP (the aggregator reports MissingEndpoints without one),
+            # and their validation refuses loopback addresses. The address is data only: the API
+            # server reaches Services through their ClusterIPs (loopback, see cluster.py), never
+            # through endpoints, so it comes from TEST-NET-1 (RFC 5737), which is never routed.
+            ip = "192.0.2.%d" % (1 + int(self.uid.replace("-", "")[:8], 16) % 254)
+            desired["podIP"] = ip
+            desired["podIPs"] = [{"ip": ip}]
         if desired == self.last_status:
             return
         body = json.loads(json.dumps(desired))
@@ -298,6 +330,65 @@ class Manager:
         body["startTime"] = pod["status"].get("startTime") or now()
         if self.agent.api.merge("/api/v1/namespaces/%s/pods/%s/status" % (self.ns, self.name), {"status": body}) is not None:
             self.last_status = desired
+
+
+class ServiceProxy:
+    """kube-proxy's job for one Service address: accept on ClusterIP:port (inside
+    127.0.0.0/8) and forward each TCP connection to a backend that `pick()` names."""
+
+    def __init__(self, addr, pick):
+        self.addr = addr
+        self.pick = pick
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(addr)
+        self.sock.listen(64)
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                conn, _peer = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        port = self.pick()
+        if not port:
+            conn.close()  # no endpoint: the caller sees the connection fail, as with no ready pod
+            return
+        try:
+            upstream = socket.create_connection(("127.0.0.1", port), timeout=5)
+        except OSError:
+            conn.close()
+            return
+        upstream.settimeout(None)
+        threading.Thread(target=self._pump, args=(conn, upstream), daemon=True).start()
+        self._pump(upstream, conn)
+
+    @staticmethod
+    def _pump(src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
 
 
 class Agent:
@@ -316,6 +407,7 @@ class Agent:
         self.managers: dict[str, Manager] = {}
         self.pids_path = os.path.join(folder, "agent", "managers.json")
         self.pids = {}
+        self.proxies = {}
         self.stopping = False
 
     def remember(self, uid, pid, marker):
@@ -380,11 +472,15 @@ class Agent:
             log("bound %s/%s" % (pod["metadata"]["namespace"], pod["metadata"]["name"]))
 
     def fixups(self):
+        """Managers that cannot serve the visibility API run without it; then its APIServices
+        would break discovery for every client, so they go."""
+        if not any(m.proc and not m.visibility for m in self.managers.values()):
+            return
         services = self.api.get("/apis/apiregistration.k8s.io/v1/apiservices") or {"items": []}
         for item in services["items"]:
             if item["spec"].get("service") and item["spec"].get("group", "").endswith(VISIBILITY_GROUP_SUFFIX):
                 self.api.call("DELETE", "/apis/apiregistration.k8s.io/v1/apiservices/" + item["metadata"]["name"])
-                log("deleted APIService %s (the harness runs Kueue with VisibilityOnDemand=false)" % item["metadata"]["name"])
+                log("deleted APIService %s (this Kueue runs with VisibilityOnDemand=false)" % item["metadata"]["name"])
 
     def pass_once(self):
         self.bind_new_pods()
@@ -412,7 +508,26 @@ class Agent:
         for uid in list(self.managers):
             if uid not in seen:
                 self.managers.pop(uid).stop()
+        self.sync_proxies()
         self.fixups()
+
+    def backend_for(self, addr):
+        """The local port of a ready manager behind `addr` (the newest), else of any running one."""
+        candidates = [m for m in self.managers.values() if m.proc and addr in m.ports]
+        ready = [m for m in candidates if m.last_status and m.last_status["conditions"][-1]["status"] == "True"]
+        chosen = ready or candidates
+        return chosen[-1].ports[addr] if chosen else None
+
+    def sync_proxies(self):
+        wanted = {addr for m in self.managers.values() for addr in m.ports}
+        for addr in wanted - set(self.proxies):
+            try:
+                self.proxies[addr] = ServiceProxy(addr, lambda a=addr: self.backend_for(a))
+                log("proxying service %s:%d" % addr)
+            except OSError as exc:
+                log("cannot listen on %s:%d: %s" % (addr + (exc,)))
+        for addr in set(self.proxies) - wanted:
+            self.proxies.pop(addr).close()
 
     def run(self):
         signal.signal(signal.SIGTERM, self._term)

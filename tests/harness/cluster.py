@@ -111,6 +111,7 @@ class Cluster:
         self.folder = folder or run_dir()
         self.state_path = os.path.join(self.folder, "state.json")
         self.state = self._load()
+        self._children = {}  # name -> Popen, for the processes this handle started
 
     # ----------------------------------------------------------------- state
     def _load(self) -> dict:
@@ -216,6 +217,8 @@ class Cluster:
         ca.issue(self.path("pki", "kcm"), "system:kube-controller-manager", client=True)
         ca.issue(self.path("pki", "agent"), "system:node:kueueops-local",
                  organizations=["system:masters"], client=True)
+        # The aggregator's identity towards extension API servers (Kueue's visibility server).
+        ca.issue(self.path("pki", "front-proxy-client"), "front-proxy-client", client=True)
         pki.service_account_keypair(self.path("pki", "sa"))
 
     def _spawn(self, name: str, argv: list, env: dict | None = None) -> None:
@@ -225,6 +228,7 @@ class Cluster:
         proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=full_env, start_new_session=True, cwd=self.folder)
         logf.close()
+        self._children[name] = proc
         self.state["processes"][name] = {"pid": proc.pid, "marker": os.path.basename(argv[0]) if name != "agent" else "tests.harness"}
         self._save()
 
@@ -232,9 +236,9 @@ class Cluster:
         deadline = time.time() + timeout
         while time.time() < deadline:
             if proc:
-                p = self.state["processes"][proc]
-                if not pid_alive(p["pid"], p["marker"]):
-                    raise HarnessError("%s exited; see %s" % (proc, self.path("logs", proc + ".log")))
+                code = self._children[proc].poll()
+                if code is not None:
+                    raise HarnessError("%s exited with %s; see %s" % (proc, code, self.path("logs", proc + ".log")))
             try:
                 if check():
                     return
@@ -275,8 +279,18 @@ class Cluster:
             "--service-account-signing-key-file=%s/sa.key" % k,
             "--service-cluster-ip-range=" + self.state["service_cidr"],
             "--authorization-mode=RBAC",
+            "--requestheader-client-ca-file=%s/ca.crt" % k,
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            "--proxy-client-cert-file=%s/front-proxy-client.crt" % k,
+            "--proxy-client-key-file=%s/front-proxy-client.key" % k,
             "--allow-privileged=true",
             "--endpoint-reconciler-type=none",
+            # Reach aggregated APIs and webhooks through Service ClusterIPs (loopback here),
+            # never through endpoint (pod) addresses.
+            "--enable-aggregator-routing=false",
             "--profiling=false",
             "--enable-priority-and-fairness=false",
             "--v=1",

@@ -93,7 +93,10 @@ def assert_loopback_only(cluster, kube) -> None:
             host = cfg.url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]")
             assert host == "localhost" or ipaddress.ip_address(host).is_loopback, hook.name
     for api in client.ApiregistrationV1Api(kube).list_api_service().items:
-        assert api.spec.service is None, "APIService %s is served by a Service" % api.metadata.name
+        if api.spec.service is not None:  # reached through the Service's ClusterIP (checked above)
+            svc = core.read_namespaced_service(api.spec.service.name, api.spec.service.namespace)
+            assert svc.spec.type == "ClusterIP" and ipaddress.ip_address(svc.spec.cluster_ip).is_loopback, \
+                api.metadata.name
 
 
 def test_apiserver_reports_pinned_version(cluster):
@@ -128,6 +131,10 @@ def test_kueue_chart_end_to_end(cluster, kube, helm_major):
             if c.spec.group == GROUP}
     assert crds == KUEUE_CRDS
     assert_loopback_only(cluster, kube)
+    # The real visibility API server, reached by the aggregator through its Service.
+    wait_for("visibility APIService available", lambda: all(
+        any(c.type == "Available" and c.status == "True" for c in a.status.conditions or [])
+        for a in client.ApiregistrationV1Api(kube).list_api_service().items if "visibility" in a.metadata.name))
 
     job_ns = "team-a-" + helm_major
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=job_ns)))
@@ -162,6 +169,9 @@ def test_kueue_chart_end_to_end(cluster, kube, helm_major):
     workloads = wait_for("the Job's Workload admitted", admitted, timeout=60)
     assert workloads[0]["metadata"]["ownerReferences"][0]["name"] == "sample-job"
     wait_for("the Job unsuspended", lambda: batch.read_namespaced_job("sample-job", job_ns).spec.suspend is False)
+    summary = custom.get_cluster_custom_object("visibility.kueue.x-k8s.io", "v1beta2", "clusterqueues",
+                                               "cluster-queue/pendingworkloads")
+    assert summary["kind"] == "PendingWorkloadsSummary" and summary["items"] == []
 
     # Kill the manager: the Deployment must stop showing ready within seconds.
     with open(cluster.path("agent", "managers.json")) as handle:

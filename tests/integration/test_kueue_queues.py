@@ -376,7 +376,10 @@ def test_bad_input_fails_naming_object_and_field_and_writes_nothing(clean):
     for name, (_bad, obj, field) in cases.items():
         res = result.result("bad %s" % name)
         assert res.get("failed"), (name, res)
-        assert "Traceback" not in res.get("msg", "") and "exception" not in res, (name, res)
+        # ansible-core 2.19 attaches an error summary to every failure; it holds a
+        # traceback only when tracebacks are enabled: the message itself never does.
+        assert "Traceback" not in res["msg"], (name, res["msg"])
+        assert res.get("exception") in (None, "(traceback unavailable)"), (name, res.get("exception"))
         assert obj in res["msg"] and field in res["msg"], (name, res["msg"])
         assert res["problems"], name
         assert any(p["object"] == obj for p in res["problems"]), (name, res["problems"])
