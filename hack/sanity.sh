@@ -102,7 +102,11 @@ PYEOF
 
 run_lint() {
     echo "sanity.sh: ansible-lint --profile production in $ROOT"
-    (cd "$ROOT" && ansible-lint --profile production)
+    # The collection resolves from the working tree through .venv/collections (make venv
+    # links it there), so FQCNs such as kueueops.aks.kueue_helm are checked, not guessed.
+    mkdir -p "$ROOT/.venv/collections/ansible_collections/kueueops"
+    ln -sfn "$ROOT" "$ROOT/.venv/collections/ansible_collections/kueueops/aks"
+    (cd "$ROOT" && ANSIBLE_COLLECTIONS_PATH="$ROOT/.venv/collections" ansible-lint --profile production)
 }
 
 case "$WHAT" in

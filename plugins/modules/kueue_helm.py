@@ -27,7 +27,7 @@ description:
     kueueops.aks.kueue role's C(uninstall_with_backup) entry point, which does it for you). The module
     reports how many objects of each kind were deleted and warns.
 author:
-  - kueueops contributors
+  - kueueops contributors (@kueueops)
 options:
   state:
     description: V(present) installs or upgrades; V(absent) uninstalls.
@@ -76,7 +76,7 @@ options:
     type: str
   feature_gates:
     description:
-      - Kueue feature gates, gate name to enabled (for example C({TopologyAwareScheduling: true})).
+      - "Kueue feature gates, gate name to enabled (for example C({TopologyAwareScheduling: true}))."
       - Validated against the gates of the chosen Kueue version; an unknown name fails with the list of valid ones.
     type: dict
   integrations:

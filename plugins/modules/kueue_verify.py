@@ -22,7 +22,7 @@ description:
   - Waits with watches, not fixed sleeps, until every check passes or O(timeout) expires.
   - Never changes anything; always reports C(changed=false).
 author:
-  - kueueops contributors
+  - kueueops contributors (@kueueops)
 options:
   namespace:
     description: Namespace Kueue runs in.
