@@ -23,10 +23,11 @@ eval "$($PY -m tests.harness env)"
 
 echo "== kueueops.aks demo: local cluster $(kubectl version -o json 2>/dev/null | $PY -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])'), chart $KUEUE_CHART_REF (versions: $KUEUE_CHART_VERSIONS)"
 echo "== 1st run of playbooks/site.yml"
-.venv/bin/ansible-playbook -i playbooks/inventory/local.yml playbooks/site.yml
+.venv/bin/ansible-playbook -i playbooks/inventory/local.yml playbooks/site.yml -e @playbooks/vars/queues.yml -e kueue_smoke_test=true
 echo "== 2nd run (idempotent: expect changed=0)"
-.venv/bin/ansible-playbook -i playbooks/inventory/local.yml playbooks/site.yml | tee /tmp/kueueops-demo-2.log | tail -n 4
+.venv/bin/ansible-playbook -i playbooks/inventory/local.yml playbooks/site.yml -e @playbooks/vars/queues.yml -e kueue_smoke_test=true | tee /tmp/kueueops-demo-2.log | tail -n 4
 echo "== what the seed document's checks show now"
 kubectl get deploy -n kueue-system
 kubectl get crds | grep kueue
+kubectl get clusterqueues,localqueues -A
 helm list --namespace kueue-system

@@ -297,6 +297,90 @@ class Verifier:
             w.stop()
 
 
+def parse_queue_ref(ref):
+    """'namespace/name' -> (namespace, name); raises ValueError with the fix."""
+    parts = str(ref).split("/")
+    if len(parts) != 2 or not all(parts):
+        raise ValueError("%r is not NAMESPACE/LOCALQUEUE" % (ref,))
+    return parts[0], parts[1]
+
+
+def smoke_job(queue_name, requests):
+    """A tiny suspended Job labelled for `queue_name` (the seed's way of submitting to Kueue)."""
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"generateName": "kueueops-smoke-",
+                     "labels": {"kueue.x-k8s.io/queue-name": queue_name, "app.kubernetes.io/managed-by": "kueueops"}},
+        "spec": {
+            "suspend": True, "parallelism": 1, "completions": 1, "backoffLimit": 0,
+            "activeDeadlineSeconds": 600, "ttlSecondsAfterFinished": 60,
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "smoke", "image": "registry.k8s.io/pause:3.10",
+                                "resources": {"requests": dict(requests), "limits": dict(requests)}}],
+            }},
+        },
+    }
+
+
+def run_smoke_tests(api_client, queues, requests, timeout):
+    """Submit one Job per LocalQueue, wait until Kueue admits it (Workload Admitted=True and the
+    Job unsuspended), then delete it. Returns a Check per queue."""
+    batch = k8s.BatchV1Api(api_client)
+    custom = k8s.CustomObjectsApi(api_client)
+    version = Verifier(api_client, webhook_probe=False).served_version()
+    submitted, checks = [], []
+    for ref in queues:
+        ns, name = parse_queue_ref(ref)
+        try:
+            job = batch.create_namespaced_job(ns, smoke_job(name, requests))
+            submitted.append((ref, ns, job.metadata.name, job.metadata.uid, time.time()))
+        except ApiException as exc:
+            checks.append(Check("smoke-test/%s" % ref, False, "cannot submit a Job: %s" % api_exception_message(exc)))
+    deadline = time.time() + timeout
+    pending = list(submitted)
+    results = {}
+    while pending and time.time() < deadline:
+        still = []
+        for ref, ns, job_name, uid, started in pending:
+            wls = custom.list_namespaced_custom_object(GROUP, version, ns, "workloads")["items"]
+            mine = [w for w in wls if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])]
+            admitted = mine and (condition_status(mine[0], "Admitted") or {}).get("status") == "True"
+            if admitted and batch.read_namespaced_job(job_name, ns).spec.suspend is False:
+                results[ref] = Check("smoke-test/%s" % ref, True, "Job %s admitted in %.1fs" % (
+                    job_name, time.time() - started))
+            else:
+                still.append((ref, ns, job_name, uid, started))
+                if mine:
+                    cond = condition_status(mine[0], "QuotaReserved") or condition_status(mine[0], "Admitted") or {}
+                    results[ref] = Check("smoke-test/%s" % ref, False, "Job %s not admitted: %s %s" % (
+                        job_name, cond.get("reason", "pending"), cond.get("message", "")))
+                else:
+                    results[ref] = Check("smoke-test/%s" % ref, False, "Job %s has no Workload: is %s a LocalQueue "
+                                         "in %s, and is Kueue managing Jobs?" % (job_name, ref.split("/")[1], ns))
+        pending = still
+        if pending:
+            time.sleep(0.5)
+    for ref, ns, job_name, _uid, _started in submitted:
+        try:
+            batch.delete_namespaced_job(job_name, ns, propagation_policy="Foreground")
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    # Wait for the Jobs (and so their Workloads) to be gone: nothing of the test stays behind.
+    gone_deadline = time.time() + 60
+    for _ref, ns, job_name, _uid, _started in submitted:
+        while time.time() < gone_deadline:
+            try:
+                batch.read_namespaced_job(job_name, ns)
+            except ApiException as exc:
+                if exc.status == 404:
+                    break
+                raise
+            time.sleep(0.3)
+    return checks + [results[ref] for ref, *_rest in submitted if ref in results]
+
+
 def decode_helm_release(data):
     """Helm 3/4 store a release as base64(gzip(json)) inside the Secret's (base64) data."""
     if not data:

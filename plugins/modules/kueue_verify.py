@@ -62,6 +62,19 @@ options:
         C(integrations.frameworks).
     type: list
     elements: str
+  smoke_test:
+    description:
+      - LocalQueues to prove admission on, as C(NAMESPACE/NAME). For each, a tiny suspended Job labelled
+        C(kueue.x-k8s.io/queue-name) is submitted; the check passes when Kueue admits it (its Workload is
+        C(Admitted) and the Job is unsuspended). The Jobs are deleted afterwards, admitted or not.
+      - Runs after the other checks pass. Not run in check mode (it creates Jobs).
+    type: list
+    elements: str
+    default: []
+  smoke_test_requests:
+    description: Resource requests of the smoke-test Job's container; the queue's ClusterQueue must cover them.
+    type: dict
+    default: {cpu: 10m, memory: 16Mi}
   queues:
     description: Include a short status of every ClusterQueue and LocalQueue in the report.
     type: bool
@@ -160,7 +173,13 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     describe_kube_error,
     get_api_client,
 )
-from ansible_collections.kueueops.aks.plugins.module_utils.verify import DEFAULT_CRDS, Check, Verifier
+from ansible_collections.kueueops.aks.plugins.module_utils.verify import (
+    DEFAULT_CRDS,
+    Check,
+    Verifier,
+    parse_queue_ref,
+    run_smoke_tests,
+)
 
 
 def expectation_checks(verifier, params, report):
@@ -199,6 +218,8 @@ def main():
         webhook_probe=dict(type="bool", default=True),
         feature_gates=dict(type="dict"),
         integrations=dict(type="list", elements="str"),
+        smoke_test=dict(type="list", elements="str", default=[]),
+        smoke_test_requests=dict(type="dict", default={"cpu": "10m", "memory": "16Mi"}),
         queues=dict(type="bool", default=True),
         wait=dict(type="bool", default=True),
         timeout=dict(type="int", default=300),
@@ -218,6 +239,13 @@ def main():
         params["feature_gates"] = {k: v if isinstance(v, bool) else str(v).lower() == "true"
                                    for k, v in params["feature_gates"].items()}
 
+    for ref in params["smoke_test"]:
+        try:
+            parse_queue_ref(ref)
+        except ValueError as exc:
+            module.fail_json(msg=KueueOpsError(str(exc), field="smoke_test",
+                                               fix="write each queue as NAMESPACE/LOCALQUEUE").message())
+
     api_client = get_api_client(module)
     report = {}
     try:
@@ -233,6 +261,9 @@ def main():
             checks = verifier.wait(params["timeout"], extra=extra)
         else:
             checks = verifier.run_checks(extra=extra)
+        if params["smoke_test"] and all(c.ok for c in checks) and not module.check_mode:
+            checks.extend(run_smoke_tests(api_client, params["smoke_test"], params["smoke_test_requests"],
+                                          params["timeout"] if params["wait"] else 60))
         if params["queues"]:
             report["queues"] = verifier.queue_status()
     except Exception as exc:  # pylint: disable=broad-except
