@@ -118,6 +118,26 @@ def test_bad_input_fails_before_helm_runs(cluster, kube):
     no_helm = run_playbook(module_play("kueue_helm", dict(base, binary_path="/nonexistent/helm")))
     assert no_helm.rc != 0 and "/nonexistent/helm" in " ".join(no_helm.failure_messages())
 
+    # The AKS managed extension owns the cluster: refused, with the migration path.
+    apps = client.AppsV1Api(kube)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="kube-extension-sim")))
+    try:
+        apps.create_namespaced_deployment("kube-extension-sim", client.V1Deployment(
+            metadata=client.V1ObjectMeta(name="kueue-extension"),
+            spec=client.V1DeploymentSpec(
+                replicas=0, selector=client.V1LabelSelector(match_labels={"app": "kueue-extension"}),
+                template=client.V1PodTemplateSpec(
+                    metadata=client.V1ObjectMeta(labels={"app": "kueue-extension"}),
+                    spec=client.V1PodSpec(containers=[client.V1Container(name="x", image="pause")])))))
+        managed = run_playbook(module_play("kueue_helm", base))
+        assert managed.rc != 0
+        msg = " ".join(managed.failure_messages())
+        assert "managed Kueue extension" in msg and "allow_managed_extension" in msg and "kueue_backup" in msg
+    finally:
+        core.delete_namespace("kube-extension-sim")
+        wait_for("namespace gone", lambda: "kube-extension-sim" not in {
+            n.metadata.name for n in core.list_namespace().items}, timeout=120)
+
     # Nothing was installed or created by any of them.
     assert "kueue-system" not in {n.metadata.name for n in core.list_namespace().items}
     assert json.loads(helm(cluster, os.environ["HELM_V3"], "list", "-A", "-o", "json").stdout or "[]") == []

@@ -1,0 +1,636 @@
+#!/usr/bin/env python3
+"""kueue_queues against kubernetes.core.k8s on a large Kueue configuration (issue 4).
+
+One run, one cluster (the local control plane of tests/harness with the real
+Kueue 0.19.2), the same starting state for every method:
+
+  for method in kueue_queues, kubernetes.core.k8s single list task, kubernetes.core.k8s loop:
+      delete every bench Kueue object and wait until they are gone (namespaces stay)
+      first apply   -- wall clock of the ansible-playbook process, API requests
+      verify        -- every object exists; every ClusterQueue/LocalQueue Active
+      re-run        -- wall clock, API requests, changed count
+
+API requests are the kube-apiserver's ``apiserver_request_total`` counters,
+read before and after each ansible-playbook process and subtracted. They are
+split by verb, by ``dry_run`` and by what the request is about:
+
+* ``bench``: kueue.x-k8s.io resources and namespaces, main resource (what an
+  apply tool touches). Writes are POST/PUT/PATCH/APPLY/DELETE; reads GET/LIST;
+  WATCH is counted apart (one long request, not a round trip per object);
+* ``kueue_status``: the status subresource of kueue.x-k8s.io resources, written
+  by the Kueue manager when queues become Active (a consequence of the objects
+  being created, not a request of the apply tool);
+* ``discovery``: non-resource requests (/api, /apis, /openapi...);
+* ``other``: everything else (node agent, kube-controller-manager, leases...).
+
+An idle window (nothing running, all bench objects present) measures the
+background rate of each bucket; it is reported and shown next to each window.
+
+Usage (from the checkout; `make bench`):
+
+    .venv/bin/python bench/run.py [--loop-fraction auto|1|0.1] [--keep-cluster]
+
+It starts the local cluster in $KUEUEOPS_RUN_DIR (default /tmp/bench-run)
+unless one is running there, installs Kueue with Helm unless installed, and
+stops what it started. kubernetes.core comes from PyPI's ``ansible`` package in
+a separate venv (--bench-venv, default /tmp/bench-venv, created if missing).
+Results: bench/results/<date>.json and .md.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH)
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+if BENCH not in sys.path:
+    sys.path.insert(0, BENCH)
+
+import gen_config  # noqa: E402
+
+GROUP = "kueue.x-k8s.io"
+VERSION = "v1beta2"
+KUEUE_VERSION = "0.19.2"
+PLURALS = {"ResourceFlavor": "resourceflavors", "Cohort": "cohorts", "WorkloadPriorityClass": "workloadpriorityclasses",
+           "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues"}
+DELETE_ORDER = ("LocalQueue", "ClusterQueue", "WorkloadPriorityClass", "Cohort", "ResourceFlavor")
+WRITE_VERBS = ("POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION")
+READ_VERBS = ("GET", "LIST")
+SELECTOR = "%s=true" % gen_config.LABEL
+VENV_BIN = os.path.join(REPO, ".venv", "bin")
+BENCH_PIP = ["ansible>=12,<13", "kubernetes>=29"]
+
+
+def log(msg):
+    print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+# ------------------------------------------------------------------- metrics
+_SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\}\s+([0-9.eE+-]+)$')
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def scrape(cluster):
+    """{label tuple: count} of apiserver_request_total."""
+    text = cluster.api_get("/metrics", timeout=30).decode()
+    out = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if not match:
+            continue
+        labels = dict(_LABEL.findall(match.group(1)))
+        key = tuple(sorted(labels.items()))
+        out[key] = out.get(key, 0) + float(match.group(2))
+    return out
+
+
+def bucket_of(labels):
+    group, resource, sub = labels.get("group", ""), labels.get("resource", ""), labels.get("subresource", "")
+    if resource == "":
+        return "discovery"
+    if group == GROUP and sub == "status":
+        return "kueue_status"
+    if (group == GROUP and sub == "") or (group == "" and resource == "namespaces" and sub == ""):
+        return "bench"
+    if resource == "":
+        return "discovery"
+    return "other"
+
+
+def delta(before, after):
+    """Request counts between two scrapes, summarised."""
+    detail = {}
+    for key, value in after.items():
+        diff = value - before.get(key, 0)
+        if diff <= 0:
+            continue
+        labels = dict(key)
+        verb = labels.get("verb", "")
+        dry = "dry-run" if labels.get("dry_run") else ""
+        name = "%s %s%s%s %s" % (verb, labels.get("resource") or labels.get("subresource") or "-",
+                                 "/" + labels["subresource"] if labels.get("resource") and labels.get("subresource")
+                                 else "", " (%s)" % dry if dry else "", labels.get("code", ""))
+        bucket = bucket_of(labels)
+        detail.setdefault(bucket, {})
+        detail[bucket][name] = detail[bucket].get(name, 0) + int(round(diff))
+    summary = {}
+    for bucket, items in detail.items():
+        s = {"writes": 0, "dry_run_writes": 0, "reads": 0, "watches": 0, "total": 0, "by_verb": {}}
+        for name, n in items.items():
+            verb = name.split(" ", 1)[0]
+            s["total"] += n
+            s["by_verb"][verb + (" dry-run" if "(dry-run)" in name else "")] = \
+                s["by_verb"].get(verb + (" dry-run" if "(dry-run)" in name else ""), 0) + n
+            if verb in WRITE_VERBS:
+                s["dry_run_writes" if "(dry-run)" in name else "writes"] += n
+            elif verb in READ_VERBS:
+                s["reads"] += n
+            elif verb == "WATCH":
+                s["watches"] += n
+        summary[bucket] = s
+    for bucket in ("bench", "kueue_status", "discovery", "other"):
+        summary.setdefault(bucket, {"writes": 0, "dry_run_writes": 0, "reads": 0, "watches": 0, "total": 0,
+                                    "by_verb": {}})
+    return {"summary": summary, "detail": detail}
+
+
+# ------------------------------------------------------------------- cluster
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        os.environ.setdefault("KUEUEOPS_RUN_DIR", args.run_dir)
+        os.environ["KUEUEOPS_RUN_DIR"] = args.run_dir
+        from tests.harness.cluster import Cluster
+        self.cluster = Cluster(args.run_dir)
+        self.started_cluster = False
+        self.installed_kueue = False
+        self.work = args.work_dir
+        os.makedirs(self.work, exist_ok=True)
+        self.results = {"started": datetime.datetime.now().isoformat(timespec="seconds")}
+
+    # -- setup
+    def up(self):
+        if not self.cluster.running():
+            log("starting the local cluster in %s" % self.args.run_dir)
+            subprocess.run([sys.executable, "-m", "tests.harness", "up"], cwd=REPO, check=True,
+                           env=dict(os.environ, KUEUEOPS_RUN_DIR=self.args.run_dir))
+            self.started_cluster = True
+            from tests.harness.cluster import Cluster
+            self.cluster = Cluster(self.args.run_dir)
+        self.env = dict(os.environ)
+        self.env.update(self.cluster.env())
+        self.kubeconfig = self.cluster.kubeconfig
+        from kubernetes import client, config
+        self.api = config.new_client_from_config(self.kubeconfig)
+        self.custom = client.CustomObjectsApi(self.api)
+        self.core = client.CoreV1Api(self.api)
+        self.apps = client.AppsV1Api(self.api)
+        self._install_kueue()
+
+    def _install_kueue(self):
+        from kubernetes.client.exceptions import ApiException
+        try:
+            self.apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system")
+            log("Kueue is installed; reusing it")
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            log("installing Kueue %s with Helm" % KUEUE_VERSION)
+            env = self.cluster.helm_env()
+            env["PATH"] = self.env["PATH"]
+            subprocess.run([self.env["HELM_V3"], "install", "kueue", self.env["KUEUE_CHART_REF"], "--version",
+                            KUEUE_VERSION, "--plain-http", "-n", "kueue-system", "--create-namespace", "--wait",
+                            "--timeout", "10m"], check=True, env=env, stdout=subprocess.DEVNULL)
+            self.installed_kueue = True
+        probe = {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "ClusterQueue",
+                 "metadata": {"name": "bench-probe"}, "spec": {}}
+        deadline = time.time() + 300
+        while True:
+            try:
+                self.custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", probe, dry_run="All")
+                break
+            except Exception:  # noqa: BLE001 - the webhooks are not answering yet
+                if time.time() > deadline:
+                    raise
+                time.sleep(2)
+        dep = self.apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system")
+        self.results["kueue"] = {"version": KUEUE_VERSION,
+                                 "image": dep.spec.template.spec.containers[0].image}
+
+    def down(self):
+        if self.started_cluster and not self.args.keep_cluster:
+            log("stopping the cluster this run started")
+            subprocess.run([sys.executable, "-m", "tests.harness", "down"], cwd=REPO, check=False,
+                           env=dict(os.environ, KUEUEOPS_RUN_DIR=self.args.run_dir))
+
+    def bench_venv(self):
+        venv = self.args.bench_venv
+        py = os.path.join(venv, "bin", "python")
+        if not os.path.exists(os.path.join(venv, "bin", "ansible-playbook")):
+            log("creating %s with %s" % (venv, " ".join(BENCH_PIP)))
+            subprocess.run(["python3", "-m", "venv", venv], check=True)
+            subprocess.run([py, "-m", "pip", "install", "-q"] + BENCH_PIP, check=True)
+        out = subprocess.run([py, "-c", (
+            "import json, importlib.metadata as m, ansible_collections.kubernetes.core as kc, os\n"
+            "g = json.load(open(os.path.join(os.path.dirname(kc.__file__), 'MANIFEST.json')))\n"
+            "print(json.dumps({'ansible': m.version('ansible'), 'ansible-core': m.version('ansible-core'),"
+            " 'kubernetes': m.version('kubernetes'), 'kubernetes.core': g['collection_info']['version']}))")],
+            check=True, capture_output=True, text=True)
+        self.results["bench_venv"] = dict(json.loads(out.stdout), path=venv)
+        out = subprocess.run([os.path.join(VENV_BIN, "python"), "-c", (
+            "import json, importlib.metadata as m\n"
+            "print(json.dumps({'ansible-core': m.version('ansible-core'), 'kubernetes': m.version('kubernetes')}))")],
+            check=True, capture_output=True, text=True)
+        self.results["project_venv"] = json.loads(out.stdout)
+
+    # -- state
+    def write_config(self, fraction, name):
+        objects = gen_config.subset(gen_config.full_config(), fraction)
+        path = os.path.join(self.work, name)
+        gen_config.write(objects, path)
+        return path, objects
+
+    def ensure_namespaces(self, objects):
+        from kubernetes.client.exceptions import ApiException
+        for ns in gen_config.namespaces_for(objects):
+            body = {"apiVersion": "v1", "kind": "Namespace", "metadata": ns}
+            try:
+                self.core.create_namespace(body)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+
+    def live(self, kind):
+        items = []
+        token = None
+        while True:
+            kwargs = {"label_selector": SELECTOR, "limit": 500}
+            if token:
+                kwargs["_continue"] = token
+            page = self.custom.list_cluster_custom_object(GROUP, VERSION, PLURALS[kind], **kwargs)
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
+    def clean(self):
+        """Delete every bench Kueue object and wait until they are all gone."""
+        from kubernetes.client.exceptions import ApiException
+        t0 = time.time()
+        for kind in DELETE_ORDER:
+            items = self.live(kind)
+            for item in items:
+                meta = item["metadata"]
+                try:
+                    if meta.get("namespace"):
+                        self.custom.delete_namespaced_custom_object(GROUP, VERSION, meta["namespace"],
+                                                                    PLURALS[kind], meta["name"])
+                    else:
+                        self.custom.delete_cluster_custom_object(GROUP, VERSION, PLURALS[kind], meta["name"])
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+        deadline = time.time() + 300
+        while any(self.live(kind) for kind in DELETE_ORDER):
+            if time.time() > deadline:
+                raise RuntimeError("bench objects still present after 300 s")
+            time.sleep(1)
+        time.sleep(self.args.settle)  # let the Kueue manager finish reacting to the deletions
+        log("clean state (%.1fs)" % (time.time() - t0))
+
+    def verify(self, objects, wait_active=True, timeout=600):
+        """Every object of ``objects`` exists (same kind/namespace/name); queues Active."""
+        want = set((o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects)
+        deadline = time.time() + timeout
+        while True:
+            have = set()
+            inactive = []
+            for kind in PLURALS:
+                for item in self.live(kind):
+                    key = (kind, item["metadata"].get("namespace", ""), item["metadata"]["name"])
+                    have.add(key)
+                    if wait_active and kind in ("ClusterQueue", "LocalQueue") and key in want:
+                        conds = (item.get("status") or {}).get("conditions") or []
+                        if not any(c.get("type") == "Active" and c.get("status") == "True" for c in conds):
+                            inactive.append(key)
+            missing = want - have
+            if not missing and not inactive:
+                return {"objects_expected": len(want), "objects_found": len(want & have), "all_active": True,
+                        "seconds_until_verified": None}
+            if time.time() > deadline:
+                return {"objects_expected": len(want), "objects_found": len(want & have),
+                        "missing": sorted(map(list, missing))[:20], "inactive": len(inactive), "all_active": False}
+            time.sleep(1)
+
+    # -- runs
+    def playbook(self, method, config, label):
+        """Run one bench playbook; returns timings, ansible's counts and the API request delta."""
+        if method == "kueue_queues" or method == "baseline_project":
+            ansible_playbook = os.path.join(VENV_BIN, "ansible-playbook")
+            collections = os.path.join(REPO, ".venv", "collections")
+        else:
+            ansible_playbook = os.path.join(self.args.bench_venv, "bin", "ansible-playbook")
+            collections = None
+        book = {"kueue_queues": "kueue_queues.yml", "k8s_loop": "k8s_loop.yml", "k8s_list": "k8s_list.yml",
+                "baseline_project": "baseline.yml", "baseline_bench_venv": "baseline.yml"}[method]
+        timer = os.path.join(self.work, "timer-%s.json" % label)
+        stdout = os.path.join(self.work, "ansible-%s.log" % label)
+        env = dict(self.env)
+        env.update({
+            "ANSIBLE_CALLBACK_PLUGINS": os.path.join(BENCH, "callback_plugins"),
+            "ANSIBLE_CALLBACKS_ENABLED": "bench_timer",
+            "BENCH_TIMER_OUT": timer,
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_RETRY_FILES_ENABLED": "0",
+            "ANSIBLE_LOCALHOST_WARNING": "0",
+            "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
+            "ANSIBLE_DEPRECATION_WARNINGS": "0",
+            "ANSIBLE_HOME": os.path.join(self.work, "ansible-home"),
+        })
+        if collections:
+            env["ANSIBLE_COLLECTIONS_PATH"] = collections
+        else:
+            env.pop("ANSIBLE_COLLECTIONS_PATH", None)
+        argv = [ansible_playbook, os.path.join(BENCH, "playbooks", book),
+                "-e", json.dumps({"bench_config": config, "bench_kubeconfig": self.kubeconfig})]
+        if os.path.exists(timer):
+            os.unlink(timer)
+        before = scrape(self.cluster)
+        t0 = time.monotonic()
+        with open(stdout, "w") as out:
+            proc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.work)
+        seconds = time.monotonic() - t0
+        after = scrape(self.cluster)
+        timing = {}
+        if os.path.exists(timer):
+            with open(timer) as handle:
+                timing = json.load(handle)
+        task = (timing.get("tasks") or [{}])[-1]
+        out = {"label": label, "method": method, "seconds": round(seconds, 2), "rc": proc.returncode,
+               "task_seconds": task.get("seconds"), "task_results": task.get("results"),
+               "changed": task.get("changed"), "failed": task.get("failed"),
+               "requests": delta(before, after), "log": stdout}
+        for key in ("counts", "not_active", "msgs"):
+            if task.get(key):
+                out[key] = task[key]
+        if proc.returncode != 0:
+            log("%s: ansible-playbook exited %s; see %s" % (label, proc.returncode, stdout))
+        s = out["requests"]["summary"]["bench"]
+        log("%-26s %8.1fs  rc=%s changed=%s  writes=%d dry-run=%d reads=%d" % (
+            label, seconds, proc.returncode, out["changed"], s["writes"], s["dry_run_writes"], s["reads"]))
+        return out
+
+    def idle(self, seconds):
+        before = scrape(self.cluster)
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        elapsed = time.monotonic() - t0
+        after = scrape(self.cluster)
+        d = delta(before, after)
+        rates = dict((b, {k: round(v / elapsed, 3) for k, v in s.items() if k != "by_verb"})
+                     for b, s in d["summary"].items())
+        log("idle %.0fs: bench writes %d reads %d; other %d" % (
+            elapsed, d["summary"]["bench"]["writes"], d["summary"]["bench"]["reads"], d["summary"]["other"]["total"]))
+        return {"seconds": round(elapsed, 1), "requests": d, "per_second": rates}
+
+    def method(self, method, config, objects, label):
+        self.clean()
+        first = self.playbook(method, config, label + " first apply")
+        t0 = time.time()
+        first["verify"] = self.verify(objects)
+        first["verify"]["seconds_until_verified"] = round(time.time() - t0, 1)
+        log("verified %d/%d objects, all queues Active: %s" % (
+            first["verify"]["objects_found"], first["verify"]["objects_expected"], first["verify"]["all_active"]))
+        time.sleep(self.args.settle)
+        rerun = self.playbook(method, config, label + " re-run")
+        return {"objects": len(objects), "first": first, "rerun": rerun}
+
+    def profile(self, config):
+        """kueue_queues' own time split (bench/profile_module.py), first apply and re-run."""
+        import profile_module
+        self.clean()
+        out = {}
+        for label in ("first", "rerun"):
+            proc = subprocess.run([os.path.join(VENV_BIN, "python"), os.path.join(BENCH, "profile_module.py"),
+                                   "--config", config, "--kubeconfig", self.kubeconfig],
+                                  capture_output=True, text=True, env=dict(self.env, ANSIBLE_COLLECTIONS_PATH=os.path.join(
+                                      REPO, ".venv", "collections")))
+            if proc.returncode != 0:
+                out[label] = {"error": proc.stderr[-3000:]}
+            else:
+                out[label] = json.loads(proc.stdout)
+            log("profile %s: %s" % (label, json.dumps(out[label].get("phases_seconds"))))
+            time.sleep(self.args.settle)
+        del profile_module
+        return out
+
+
+# ------------------------------------------------------------------- report
+def extrapolate(run, n_subset, n_full, baseline_seconds):
+    """Linear in the number of objects above the fixed start-up cost of ansible-playbook."""
+    factor = float(n_full) / n_subset
+    per_object = max(0.0, run["seconds"] - baseline_seconds) / n_subset
+    out = {"seconds": round(baseline_seconds + per_object * n_full, 1), "per_object_seconds": round(per_object, 4),
+           "factor": round(factor, 3)}
+    s = run["requests"]["summary"]["bench"]
+    out["bench_requests"] = dict((k, int(round(s[k] * factor))) for k in ("writes", "dry_run_writes", "reads"))
+    out["discovery_requests"] = int(round(run["requests"]["summary"]["discovery"]["total"] * factor))
+    return out
+
+
+def row(name, run, idle_rate=None, extrapolated=None):
+    s = run["requests"]["summary"]
+    b = s["bench"]
+    secs = "%.1f" % run["seconds"]
+    if extrapolated:
+        secs = "%.1f (measured %.1f on %d objects)" % (extrapolated["seconds"], run["seconds"], run["objects"])
+        writes = "%d (%d)" % (extrapolated["bench_requests"]["writes"], b["writes"])
+        dry = "%d (%d)" % (extrapolated["bench_requests"]["dry_run_writes"], b["dry_run_writes"])
+        reads = "%d (%d)" % (extrapolated["bench_requests"]["reads"], b["reads"])
+        disc = "%d (%d)" % (extrapolated["discovery_requests"], s["discovery"]["total"])
+    else:
+        writes, dry, reads, disc = b["writes"], b["dry_run_writes"], b["reads"], s["discovery"]["total"]
+    verbs = ", ".join("%s %d" % (k, v) for k, v in sorted(b["by_verb"].items()))
+    return "| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        name, secs, run.get("changed"), writes, dry, reads, disc, s["kueue_status"]["writes"], verbs)
+
+
+def markdown(res):
+    lines = []
+    m = res["machine"]
+    lines.append("Run %s on %s (%d CPUs, %s), Kueue %s, %d objects (%s)." % (
+        res["started"], m["platform"], m["cpus"], m["python"], res["kueue"]["version"], res["objects"],
+        ", ".join("%d %s" % (v, k) for k, v in sorted(res["kinds"].items()))))
+    lines.append("kueue_queues: project venv ansible-core %s, kubernetes %s. kubernetes.core %s from PyPI ansible %s "
+                 "(ansible-core %s, kubernetes %s), `apply: true` (client-side apply)." % (
+                     res["project_venv"]["ansible-core"], res["project_venv"]["kubernetes"],
+                     res["bench_venv"]["kubernetes.core"], res["bench_venv"]["ansible"],
+                     res["bench_venv"]["ansible-core"], res["bench_venv"]["kubernetes"]))
+    lines.append("")
+    lines.append("| run | wall s | changed | writes | dry-run writes | reads (GET/LIST) | discovery | "
+                 "Kueue status writes | bench requests by verb |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    names = {"kueue_queues": "kueue_queues", "k8s_list": "k8s single list task", "k8s_loop": "k8s loop"}
+    for key in ("kueue_queues", "k8s_list", "k8s_loop"):
+        if key not in res["methods"]:
+            continue
+        mres = res["methods"][key]
+        for phase in ("first", "rerun"):
+            run = dict(mres[phase], objects=mres["objects"])
+            ext = mres.get("extrapolated", {}).get(phase)
+            label = "%s, %s" % (names[key], "first apply" if phase == "first" else "re-run")
+            if ext:
+                label += " [subset, extrapolated]"
+            lines.append(row(label, run, extrapolated=ext))
+    lines.append("")
+    idle = res.get("idle")
+    if idle:
+        r = idle["per_second"]
+        lines.append("Idle window (%.0f s, all bench objects present, nothing running): bench-resource requests "
+                     "%.3f/s (writes %.3f/s), Kueue status writes %.3f/s, discovery %.3f/s, other (node agent, "
+                     "controllers, leases) %.2f/s." % (
+                         idle["seconds"], r["bench"]["total"], r["bench"]["writes"], r["kueue_status"]["writes"],
+                         r["discovery"]["total"], r["other"]["total"]))
+    b = res.get("baseline")
+    if b:
+        lines.append("Baseline ansible-playbook (start-up + templating the %d-object list, no module): project venv "
+                     "%.1f s, bench venv %.1f s." % (res["objects"], b["project"]["seconds"],
+                                                     b["bench_venv"]["seconds"]))
+    lines.append("")
+    ratios = res.get("ratios") or {}
+    if ratios:
+        lines.append("| ratio (first apply wall time) | value | target |")
+        lines.append("|---|---|---|")
+        for key, target in (("loop_over_kueue_queues", ">= 10"), ("list_over_kueue_queues", ">= 3")):
+            if key in ratios:
+                lines.append("| %s | %.1fx | %s |" % (key.replace("_", " "), ratios[key], target))
+        if "rerun_loop_over_kueue_queues" in ratios:
+            lines.append("| re-run: loop / kueue_queues | %.1fx | |" % ratios["rerun_loop_over_kueue_queues"])
+        if "rerun_list_over_kueue_queues" in ratios:
+            lines.append("| re-run: single list / kueue_queues | %.1fx | |" % ratios["rerun_list_over_kueue_queues"])
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run-dir", default=os.environ.get("KUEUEOPS_RUN_DIR_BENCH", "/tmp/bench-run"),
+                        help="harness folder of the cluster (default /tmp/bench-run)")
+    parser.add_argument("--work-dir", default="/tmp/bench-work", help="generated config, logs (default /tmp/bench-work)")
+    parser.add_argument("--bench-venv", default="/tmp/bench-venv", help="venv with PyPI ansible + kubernetes")
+    parser.add_argument("--results", default=os.path.join(BENCH, "results"))
+    parser.add_argument("--loop-fraction", default="auto",
+                        help="fraction of the objects for the kubernetes.core loop: a number, or auto = 0.1 when the "
+                             "full loop (first apply + re-run) is estimated at more than --loop-budget minutes")
+    parser.add_argument("--loop-budget", type=float, default=25.0)
+    parser.add_argument("--methods", default="kueue_queues,k8s_list,k8s_loop")
+    parser.add_argument("--idle", type=float, default=60.0, help="seconds of the idle window (0: none)")
+    parser.add_argument("--settle", type=float, default=5.0, help="seconds to wait after clean-up and verification")
+    parser.add_argument("--no-profile", action="store_true", help="skip the in-process profile of kueue_queues")
+    parser.add_argument("--keep-cluster", action="store_true", help="leave a cluster this run started running")
+    parser.add_argument("--clean-up", action="store_true", help="delete the bench objects and namespaces at the end")
+    args = parser.parse_args(argv)
+
+    bench = Bench(args)
+    res = bench.results
+    res["machine"] = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                      "cpu_model": _cpu_model()}
+    try:
+        bench.bench_venv()
+        bench.up()
+        config, objects = bench.write_config(1.0, "bench-config.yml")
+        shutil.copy(config, os.path.join(args.work_dir, "bench-config.copy.yml"))
+        res["objects"] = len(objects)
+        res["kinds"] = gen_config.summary(objects)["kinds"]
+        res["namespaces"] = gen_config.summary(objects)["namespaces"]
+        bench.ensure_namespaces(objects)
+        bench.clean()
+        res["baseline"] = {"project": bench.playbook("baseline_project", config, "baseline project venv"),
+                           "bench_venv": bench.playbook("baseline_bench_venv", config, "baseline bench venv")}
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        res["methods"] = {}
+        for method in methods:
+            if method != "k8s_loop":
+                res["methods"][method] = bench.method(method, config, objects, method)
+                if method == "kueue_queues" and args.idle > 0:
+                    res["idle"] = bench.idle(args.idle)
+                continue
+            fraction = args.loop_fraction
+            sub_config, sub_objects = bench.write_config(0.1, "bench-config-subset.yml")
+            base = res["baseline"]["bench_venv"]["seconds"]
+            if fraction == "auto":
+                sub = bench.method(method, sub_config, sub_objects, "k8s_loop subset")
+                est = extrapolate(dict(sub["first"]), len(sub_objects), len(objects), base)["seconds"] + \
+                    extrapolate(dict(sub["rerun"]), len(sub_objects), len(objects), base)["seconds"]
+                log("full loop estimated at %.1f min (first apply + re-run)" % (est / 60))
+                if est / 60 > args.loop_budget:
+                    fraction = 0.1
+                    result = sub
+                else:
+                    fraction = 1.0
+                    result = bench.method(method, config, objects, method)
+                    result["subset_calibration"] = sub
+            else:
+                fraction = float(fraction)
+                if fraction >= 1:
+                    result = bench.method(method, config, objects, method)
+                else:
+                    sub_config, sub_objects = bench.write_config(fraction, "bench-config-subset.yml")
+                    result = bench.method(method, sub_config, sub_objects, "k8s_loop subset")
+            result["fraction"] = fraction
+            if fraction < 1:
+                result["subset_kinds"] = gen_config.summary(sub_objects)["kinds"]
+                result["extrapolated"] = {
+                    "first": extrapolate(result["first"], len(sub_objects), len(objects), base),
+                    "rerun": extrapolate(result["rerun"], len(sub_objects), len(objects), base)}
+            res["methods"][method] = result
+        if not args.no_profile and "kueue_queues" in res["methods"]:
+            res["profile_kueue_queues"] = bench.profile(config)
+        res["ratios"] = ratios(res)
+        if args.clean_up:
+            bench.clean()
+            for ns in gen_config.namespaces_for(objects):
+                bench.core.delete_namespace(ns["name"])
+    finally:
+        res["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
+        os.makedirs(args.results, exist_ok=True)
+        stamp = datetime.date.today().isoformat()
+        path = os.path.join(args.results, "%s.json" % stamp)
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(res, handle, indent=1, sort_keys=True)
+        try:
+            text = markdown(res)
+            with open(os.path.join(args.results, "%s.md" % stamp), "w", encoding="utf-8") as handle:
+                handle.write(text)
+            print(text)
+        except Exception as exc:  # noqa: BLE001 - a partial run still keeps its JSON
+            log("no markdown table (%s: %s)" % (type(exc).__name__, exc))
+        log("results: %s" % path)
+        bench.down()
+    return 0
+
+
+def _seconds(res, method, phase):
+    m = res["methods"].get(method)
+    if not m:
+        return None
+    ext = (m.get("extrapolated") or {}).get(phase)
+    return ext["seconds"] if ext else m[phase]["seconds"]
+
+
+def ratios(res):
+    out = {}
+    kq = _seconds(res, "kueue_queues", "first")
+    kq_re = _seconds(res, "kueue_queues", "rerun")
+    for method, key in (("k8s_loop", "loop_over_kueue_queues"), ("k8s_list", "list_over_kueue_queues")):
+        other = _seconds(res, method, "first")
+        if kq and other:
+            out[key] = round(other / kq, 2)
+        other = _seconds(res, method, "rerun")
+        if kq_re and other:
+            out["rerun_" + key] = round(other / kq_re, 2)
+    return out
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The collection as users get it: `ansible-galaxy collection build` makes a tarball that
+installs, whose modules and role `ansible-doc` renders; module_defaults for the action
+group `kueue` sets authentication once (issue 3)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from .ansible import REPO, run_playbook
+
+BIN = os.path.dirname(sys.executable)
+MODULES = ["kueue_helm", "kueue_verify", "kueue_queues"]
+
+
+def test_build_install_and_ansible_doc(tmp_path):
+    build = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", REPO,
+                            "--output-path", str(tmp_path)], capture_output=True, text=True, check=True)
+    tarball = [p for p in os.listdir(tmp_path) if p.endswith(".tar.gz")]
+    assert tarball == ["kueueops-aks-0.1.0.tar.gz"], build.stdout
+    listing = subprocess.run(["tar", "tzf", str(tmp_path / tarball[0])], capture_output=True, text=True,
+                             check=True).stdout.split()
+    # What is shipped, and what is not (build_ignore).
+    assert "plugins/modules/kueue_helm.py" in listing and "roles/kueue/meta/argument_specs.yml" in listing
+    assert not [p for p in listing if p.startswith(("tests/harness", "tests/integration", "hack/", ".venv"))]
+    dest = tmp_path / "collections"
+    subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", str(tmp_path / tarball[0]),
+                    "-p", str(dest)], capture_output=True, text=True, check=True)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(dest))
+    for module in MODULES:
+        doc = subprocess.run([os.path.join(BIN, "ansible-doc"), "--json", "kueueops.aks." + module],
+                             capture_output=True, text=True, env=env)
+        assert doc.returncode == 0, doc.stderr
+        data = json.loads(doc.stdout)["kueueops.aks." + module]
+        assert data["doc"]["short_description"] and data["examples"] and data["return"]
+        assert "kubeconfig" in data["doc"]["options"]  # the shared kube_auth fragment
+    role = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "role", "--json", "kueueops.aks.kueue"],
+                          capture_output=True, text=True, env=env)
+    assert role.returncode == 0, role.stderr
+    entry_points = json.loads(role.stdout)["kueueops.aks.kueue"]["entry_points"]
+    assert {"main", "install", "configure_queues"} <= set(entry_points)
+
+
+def test_module_defaults_for_the_action_group(cluster):
+    """No kubeconfig on the task and none in the environment: module_defaults supplies it."""
+    env = {"K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": "/nonexistent"}
+    play = [{"name": "defaults", "hosts": "local", "gather_facts": False,
+             "module_defaults": {"group/kueueops.aks.kueue": {"kubeconfig": cluster.kubeconfig}},
+             "tasks": [{"name": "Status", "kueueops.aks.kueue_verify": {"wait": False, "fail_on_error": False}}]}]
+    result = run_playbook(play, env=env)
+    assert result.rc == 0, result
+    # It reached the cluster (a failed deployment check means it talked to the API server).
+    assert result.result("Status")["checks"]
+    without = run_playbook([dict(play[0], module_defaults={})], env=env)
+    assert without.rc != 0 and "kubeconfig" in " ".join(without.failure_messages())
