@@ -104,14 +104,22 @@ def instrument(engine_mod, q, prof):
     from kubernetes.client import api_client as kac
     original_call = kac.ApiClient.call_api
 
-    def call_api(self, resource_path, method, *args, **kwargs):
-        query = kwargs.get("query_params") or (args[1] if len(args) > 1 else None) or []
-        dry = any(k == "dryRun" for k, _v in (query or []))
+    def call_api(self, *args, **kwargs):
+        # kubernetes >= 35: call_api(method, url, ...), the query string in the url;
+        # older clients: call_api(resource_path, method, path_params, query_params, ...).
+        method, target = (args + (None, None))[:2]
+        if isinstance(target, str) and target.upper() in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"):
+            method, target = target, method
+            query = kwargs.get("query_params") or (args[3] if len(args) > 3 else None) or []
+            dry = any(isinstance(i, (tuple, list)) and i and i[0] == "dryRun" for i in query)
+        else:
+            dry = "dryRun=" in str(target or kwargs.get("url", ""))
+            method = method or kwargs.get("method")
         t0 = time.perf_counter()
         try:
-            return original_call(self, resource_path, method, *args, **kwargs)
+            return original_call(self, *args, **kwargs)
         finally:
-            prof.count(method, dry, time.perf_counter() - t0)
+            prof.count(str(method).upper(), dry, time.perf_counter() - t0)
     kac.ApiClient.call_api = call_api
 
 
