@@ -1,6 +1,7 @@
 """python -m tests.harness up|down|env|status|hold|release"""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shlex
@@ -12,6 +13,13 @@ from .cluster import Cluster, HarnessError
 def main(argv: list[str]) -> int:
     cmd = argv[0] if argv else "status"
     cluster = Cluster()
+    if cmd in ("up", "down"):
+        # One `up` or `down` at a time per run folder: two at once would each take the
+        # other's half-started processes for a stale cluster and stop them.
+        os.makedirs(cluster.folder, exist_ok=True)
+        lock = open(os.path.join(cluster.folder, ".lock"), "w")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        cluster = Cluster()  # re-read the state under the lock
     try:
         if cmd == "up":
             cluster.up()

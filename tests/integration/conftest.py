@@ -6,6 +6,7 @@ starts it stops it.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
 
@@ -15,16 +16,19 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from tests.harness.cluster import Cluster  # noqa: E402
+from tests.harness.cluster import Cluster, run_dir  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def cluster():
-    handle = Cluster()
-    started_here = False
-    if not handle.running():
-        handle.up()
-        started_here = True
+    os.makedirs(run_dir(), exist_ok=True)
+    with open(os.path.join(run_dir(), ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the same lock as `python -m tests.harness up|down`
+        handle = Cluster()
+        started_here = False
+        if not handle.running():
+            handle.up()
+            started_here = True
     env = handle.env()
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -35,7 +39,9 @@ def cluster():
         else:
             os.environ[key] = value
     if started_here:
-        handle.down()
+        with open(os.path.join(run_dir(), ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            handle.down()
 
 
 @pytest.fixture(scope="session")
