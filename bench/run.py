@@ -222,7 +222,7 @@ class Bench:
             subprocess.run([py, "-m", "pip", "install", "-q"] + BENCH_PIP, check=True)
         out = subprocess.run([py, "-c", (
             "import json, importlib.metadata as m, ansible_collections.kubernetes.core as kc, os\n"
-            "g = json.load(open(os.path.join(os.path.dirname(kc.__file__), 'MANIFEST.json')))\n"
+            "g = json.load(open(os.path.join(list(kc.__path__)[0], 'MANIFEST.json')))\n"
             "print(json.dumps({'ansible': m.version('ansible'), 'ansible-core': m.version('ansible-core'),"
             " 'kubernetes': m.version('kubernetes'), 'kubernetes.core': g['collection_info']['version']}))")],
             check=True, capture_output=True, text=True)

@@ -1,0 +1,595 @@
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Kueue configuration backups: the pure logic behind kueue_backup.
+
+Nothing here talks to a cluster or imports Ansible:
+
+* ``normalise``: a live object as a clean, re-appliable manifest (no status, no
+  server bookkeeping, no Kueue-owned finalizers);
+* the layout of a backup folder: a file per kind, numbered in dependency order,
+  objects sorted by namespace/name, keys sorted, a stable YAML dump; so two
+  backups of the same state have byte-identical object files;
+* ``manifest.json``: what was backed up, from where, and the sha256 of every
+  file; ``verify_backup(path)`` checks a folder against it;
+* ``write_backup``: an atomic write (a temporary folder next to the destination,
+  fsync, rename into place; folders 0700, files 0600 whatever the umask);
+* ``compare``: the objects of a backup against the live ones, object by object;
+* ``workload_counts``: pending/admitted Workloads per LocalQueue and ClusterQueue.
+
+Layout. The kinds that ``kueue_queues`` applies are written as ``NN-<plural>.yaml``,
+so a backup folder is directly usable as the ``src`` of ``kueue_queues`` (which
+reads every ``.yml``/``.yaml`` file of a folder). The kinds it does not apply
+(MultiKueueCluster, MultiKueueConfig and the Secrets they reference) are written
+as ``NN-<plural>.k8s`` (the same multi-document YAML; ``kubectl apply -f`` and
+``kubernetes.core.k8s src`` take them), so that ``kueue_queues`` does not refuse the
+folder; ``manifest.json`` names the tool to restore each file with.
+"""
+
+import copy
+import datetime
+import errno
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - the module reports the missing library
+    yaml = None
+
+GROUP = q.GROUP
+FORMAT = 'kueueops.aks/kueue_backup/v1'
+MANIFEST = 'manifest.json'
+AKS_PREFIX = q.AKS_PREFIX
+KUEUE_FINALIZER_PREFIX = GROUP + '/'
+LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
+QUEUES_TOOL = 'kueueops.aks.kueue_queues'
+K8S_TOOL = 'kubernetes.core.k8s'
+
+# (kind, plural, file number, namespaced) in dependency order: what an object
+# refers to comes before it. A MultiKueueCluster names a Secret, a MultiKueueConfig
+# names MultiKueueClusters, an AdmissionCheck names a MultiKueueConfig or a
+# ProvisioningRequestConfig, a ResourceFlavor a Topology, a ClusterQueue flavors,
+# checks and its cohort, a LocalQueue its ClusterQueue.
+KINDS = (
+    ('Secret', 'secrets', 1, True),
+    ('MultiKueueCluster', 'multikueueclusters', 2, False),
+    ('MultiKueueConfig', 'multikueueconfigs', 3, False),
+    ('Topology', 'topologies', 5, False),
+    ('ResourceFlavor', 'resourceflavors', 10, False),
+    ('Cohort', 'cohorts', 20, False),
+    ('ProvisioningRequestConfig', 'provisioningrequestconfigs', 30, False),
+    ('AdmissionCheck', 'admissionchecks', 40, False),
+    ('WorkloadPriorityClass', 'workloadpriorityclasses', 50, False),
+    ('ClusterQueue', 'clusterqueues', 60, False),
+    ('LocalQueue', 'localqueues', 70, True),
+)
+KIND_NAMES = tuple(k[0] for k in KINDS)
+PLURALS = dict((k[0], k[1]) for k in KINDS)
+NAMESPACED = frozenset(k[0] for k in KINDS if k[3])
+# The Kueue kinds a backup exports (Secrets only on request).
+KUEUE_KINDS = tuple(k for k in KIND_NAMES if k != 'Secret')
+
+# Server-populated metadata; ownerReferences point at uids that do not survive a
+# reinstall, so they are dropped too.
+SERVER_METADATA = ('uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields',
+                   'deletionTimestamp', 'deletionGracePeriodSeconds', 'selfLink', 'ownerReferences')
+
+_SAFE_NAME_RE = re.compile(r'[^A-Za-z0-9._-]+')
+_CHUNK = 1024 * 1024
+
+
+class BackupError(KueueOpsError):
+    """A backup folder is not intact; ``problems`` names every file at fault."""
+
+    def __init__(self, problems, path, fix=None):
+        self.problems = list(problems)
+        self.path = path
+        text = 'backup %s is not intact: %s' % (path, '; '.join(self.problems))
+        super().__init__(text, field='path', fix=fix or 'restore from another backup, or take a new one')
+
+
+# --------------------------------------------------------------- objects
+def restore_tool(kind):
+    """The module that restores ``kind``: kueue_queues for what it applies, else kubernetes.core.k8s."""
+    return QUEUES_TOOL if kind in q.PLURALS else K8S_TOOL
+
+
+def file_name(kind):
+    """``NN-<plural>.yaml`` (kinds kueue_queues applies) or ``NN-<plural>.k8s``."""
+    for name, plural, number, _ns in KINDS:
+        if name == kind:
+            return '%02d-%s.%s' % (number, plural, 'yaml' if restore_tool(kind) == QUEUES_TOOL else 'k8s')
+    raise ValueError('not a kind of a Kueue backup: %r' % (kind,))
+
+
+def obj_key(obj):
+    """(kind, namespace, name)."""
+    meta = obj.get('metadata') or {}
+    return (obj.get('kind'), meta.get('namespace') or '', meta.get('name') or '')
+
+
+def key_label(key):
+    kind, namespace, name = key
+    return '%s %s/%s' % (kind, namespace, name) if namespace else '%s %s' % (kind, name)
+
+
+def normalise(obj, kind=None, api_version=None):
+    """A live object as a clean, re-appliable manifest (a new dict; ``obj`` is untouched).
+
+    Drops ``status``, the server bookkeeping of ``metadata`` (uid, resourceVersion,
+    generation, creationTimestamp, managedFields, deletion fields, selfLink,
+    ownerReferences), the ``kubectl.kubernetes.io/last-applied-configuration``
+    annotation and Kueue-owned finalizers (``kueue.x-k8s.io/...``); empty
+    labels/annotations/finalizers are removed. ``kind`` and ``api_version`` are
+    filled in when the object lacks them (items of a LIST may).
+    """
+    out = copy.deepcopy(obj)
+    out.pop('status', None)
+    if kind and not out.get('kind'):
+        out['kind'] = kind
+    if api_version and not out.get('apiVersion'):
+        out['apiVersion'] = api_version
+    meta = out.get('metadata')
+    if not isinstance(meta, dict):
+        meta = out['metadata'] = {}
+    for field in SERVER_METADATA:
+        meta.pop(field, None)
+    annotations = meta.get('annotations')
+    if isinstance(annotations, dict):
+        annotations.pop(LAST_APPLIED, None)
+    finalizers = meta.get('finalizers')
+    if isinstance(finalizers, list):
+        meta['finalizers'] = [f for f in finalizers if not str(f).startswith(KUEUE_FINALIZER_PREFIX)]
+    for field in ('annotations', 'labels', 'finalizers'):
+        if field in meta and not meta[field]:
+            del meta[field]
+    return out
+
+
+def is_aks_managed(obj, aks_extension):
+    """An ``aks-`` object on a cluster running the AKS managed extension (which owns and recreates them)."""
+    return bool(aks_extension) and obj_key(obj)[2].startswith(AKS_PREFIX)
+
+
+def multikueue_secret_refs(clusters, namespace):
+    """{(namespace, secret name): [MultiKueueCluster names]} referenced by MultiKueueClusters.
+
+    v1beta2 has ``spec.clusterSource.kubeConfig``, v1beta1 ``spec.kubeConfig``; a
+    ``locationType: Path`` names a file on the manager's disk, not a Secret.
+    """
+    refs = {}
+    for obj in clusters:
+        spec = obj.get('spec') or {}
+        source = spec.get('clusterSource') if isinstance(spec.get('clusterSource'), dict) else {}
+        kubeconfig = source.get('kubeConfig') or spec.get('kubeConfig')
+        if not isinstance(kubeconfig, dict) or not kubeconfig.get('location'):
+            continue
+        if (kubeconfig.get('locationType') or 'Secret') != 'Secret':
+            continue
+        refs.setdefault((namespace, kubeconfig['location']), []).append(obj_key(obj)[2])
+    return dict((k, sorted(v)) for k, v in refs.items())
+
+
+def sort_objects(objects):
+    """Objects sorted by namespace, then name."""
+    return sorted(objects, key=lambda o: obj_key(o)[1:])
+
+
+# ------------------------------------------------------------------ dumps
+def dump_objects(kind, api_version, objects):
+    """The bytes of one kind's file: a header comment, then one YAML document per object.
+
+    Keys sorted, block style, no line folding, UTF-8: the same objects always give
+    the same bytes.
+    """
+    if yaml is None:  # pragma: no cover
+        raise KueueOpsError('PyYAML is not installed', fix='pip install PyYAML in the Python that runs the module')
+    objects = sort_objects(objects)
+    header = '# kueueops.aks.kueue_backup: %s (%s), %d object(s); restore with %s\n' % (
+        kind, api_version, len(objects), restore_tool(kind))
+    body = ''
+    if objects:
+        body = yaml.safe_dump_all(objects, explicit_start=True, default_flow_style=False, sort_keys=True,
+                                  allow_unicode=True, width=2 ** 20, indent=2)
+    return (header + body).encode('utf-8')
+
+
+def sha256_bytes(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path):
+    digest = hashlib.sha256()
+    with open(path, 'rb') as handle:
+        while True:
+            chunk = handle.read(_CHUNK)
+            if not chunk:
+                break
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def render(objects_by_kind, api_versions):
+    """The files of a backup: ``[(file name, kind, count, bytes)]`` in dependency order.
+
+    ``objects_by_kind`` maps kind -> normalised objects; a kind present with no
+    objects still gets its (header-only) file, so the layout does not depend on
+    the content. ``api_versions`` maps kind -> apiVersion written in the header.
+    """
+    out = []
+    for kind in KIND_NAMES:
+        if kind not in objects_by_kind:
+            continue
+        objects = objects_by_kind[kind]
+        out.append((file_name(kind), kind, len(objects), dump_objects(kind, api_versions.get(kind, ''), objects)))
+    return out
+
+
+def build_manifest(files, created, cluster, kueue, api_versions, excluded, workloads, include_secrets):
+    """The manifest dict. ``files`` as returned by ``render``; ``created`` a datetime (UTC)."""
+    if isinstance(created, datetime.datetime):
+        created = created.astimezone(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+    queues_version = api_versions.get('ClusterQueue')
+    return {
+        'format': FORMAT,
+        'created': created,
+        'cluster': cluster,
+        'kueue': kueue,
+        'api_version': queues_version and '%s/%s' % (GROUP, queues_version),
+        'api_versions': dict((k, v if k == 'Secret' else '%s/%s' % (GROUP, v)) for k, v in api_versions.items()),
+        'counts': dict((kind, count) for _name, kind, count, _data in files),
+        'files': dict((name, {'kind': kind, 'count': count, 'sha256': sha256_bytes(data),
+                              'restore_with': restore_tool(kind)})
+                      for name, kind, count, data in files),
+        'excluded': excluded,
+        'workloads': workloads,
+        'include_secrets': bool(include_secrets),
+    }
+
+
+def dump_manifest(manifest):
+    return (json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + '\n').encode('utf-8')
+
+
+def folder_name(cluster_name, now):
+    """``<cluster name>-<UTC timestamp>``, e.g. ``aks-prod-20250601T120000Z``."""
+    base = _SAFE_NAME_RE.sub('-', cluster_name or '').strip('.-') or 'kueue'
+    return '%s-%s' % (base, now.astimezone(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ'))
+
+
+def image_tag(image):
+    """The tag of a container image reference (``registry/kueue:v0.19.2@sha256:...`` -> ``v0.19.2``)."""
+    if not image:
+        return None
+    ref = image.split('@', 1)[0]
+    last = ref.rsplit('/', 1)[-1]
+    if ':' in last:
+        return last.rsplit(':', 1)[1]
+    return None
+
+
+# ---------------------------------------------------------------- reading
+def read_manifest(path):
+    """The manifest dict of a backup folder; raises BackupError when it is missing or unreadable."""
+    manifest_path = os.path.join(path, MANIFEST)
+    if not os.path.isdir(path):
+        raise BackupError(['%s is not a folder' % path], path, fix='give the path of a backup folder')
+    try:
+        with open(manifest_path, 'rb') as handle:
+            manifest = json.loads(handle.read().decode('utf-8'))
+    except OSError as exc:
+        raise BackupError(['%s: cannot be read (%s); not a kueue_backup folder, or an incomplete one'
+                           % (MANIFEST, exc.strerror or exc)], path)
+    except ValueError as exc:
+        raise BackupError(['%s: not valid JSON (%s)' % (MANIFEST, exc)], path)
+    if not isinstance(manifest, dict) or manifest.get('format') != FORMAT or not isinstance(manifest.get('files'), dict):
+        raise BackupError(['%s: not a kueue_backup manifest (format %r)' % (
+            MANIFEST, manifest.get('format') if isinstance(manifest, dict) else None)], path)
+    return manifest
+
+
+def check_backup(path):
+    """Every problem of a backup folder against its manifest (an empty list when intact).
+
+    Each problem starts with the file name: a file whose sha256 differs from the
+    manifest (changed after the backup), a file the manifest lists that is
+    missing, and a file in the folder that the manifest does not list (it would be
+    applied by a restore from the folder).
+    """
+    manifest = read_manifest(path)
+    problems = []
+    listed = manifest['files']
+    for name in sorted(listed):
+        info = listed[name] if isinstance(listed[name], dict) else {}
+        if name != os.path.basename(name) or name in ('.', '..', MANIFEST):
+            problems.append('%s: not a valid file name in %s' % (name, MANIFEST))
+            continue
+        full = os.path.join(path, name)
+        if not os.path.isfile(full) or os.path.islink(full):
+            problems.append('%s: missing (listed in %s)' % (name, MANIFEST))
+            continue
+        actual = sha256_file(full)
+        if actual != info.get('sha256'):
+            problems.append('%s: sha256 %s does not match %s (%s); the file was changed after the backup'
+                            % (name, actual, MANIFEST, info.get('sha256')))
+    for root, dirs, names in os.walk(path):
+        dirs.sort()
+        for name in sorted(names + dirs):
+            rel = os.path.relpath(os.path.join(root, name), path)
+            if rel == MANIFEST or rel in listed:
+                continue
+            problems.append('%s: not part of the backup (not listed in %s)' % (rel, MANIFEST))
+        dirs[:] = []  # a backup has no subfolders; one is reported above and not entered
+    return problems
+
+
+def verify_backup(path):
+    """Check a backup folder's files against the sha256 sums of its manifest.
+
+    Returns the manifest dict; raises ``BackupError`` naming every file at fault.
+    """
+    problems = check_backup(path)
+    if problems:
+        raise BackupError(problems, path)
+    return read_manifest(path)
+
+
+def load_objects(path, manifest=None):
+    """Every object of a backup folder, in file (dependency) order."""
+    manifest = manifest or read_manifest(path)
+    out = []
+    for name in sorted(manifest['files']):
+        with open(os.path.join(path, name), 'rb') as handle:
+            text = handle.read().decode('utf-8')
+        try:
+            docs = list(yaml.safe_load_all(text))
+        except yaml.YAMLError as exc:
+            raise BackupError(['%s: not valid YAML (%s)' % (name, str(exc).replace('\n', ' '))], path)
+        out.extend(d for d in docs if d is not None)
+    return out
+
+
+# --------------------------------------------------------------- compare
+def _diff_paths(a, b, prefix, out, limit=5):
+    if len(out) >= limit:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            if a.get(key, _MISSING) != b.get(key, _MISSING) or (key in a) != (key in b):
+                _diff_paths(a.get(key, _MISSING), b.get(key, _MISSING), '%s.%s' % (prefix, key) if prefix else key,
+                            out, limit)
+        return
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for idx, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                _diff_paths(x, y, '%s[%d]' % (prefix, idx), out, limit)
+        return
+    out.append(prefix or '(whole object)')
+
+
+_MISSING = object()
+
+
+def compare(backup_objects, live_objects):
+    """Differences between the objects read back from a backup and the live ones
+    (both normalised): one line per object, naming it and the fields that differ."""
+    backup = dict((obj_key(o), o) for o in backup_objects)
+    live = dict((obj_key(o), o) for o in live_objects)
+    problems = []
+
+    def order(key):
+        rank = KIND_NAMES.index(key[0]) if key[0] in KIND_NAMES else len(KIND_NAMES)
+        return (rank, key[1], key[2])
+
+    for key in sorted(set(backup) | set(live), key=order):
+        if key not in live:
+            problems.append('%s is in the backup but no longer in the cluster' % key_label(key))
+        elif key not in backup:
+            problems.append('%s is in the cluster but not in the backup' % key_label(key))
+        elif backup[key] != live[key]:
+            paths = []
+            _diff_paths(backup[key], live[key], '', paths)
+            problems.append('%s differs from the cluster at %s' % (key_label(key), ', '.join(paths)))
+    return problems
+
+
+# -------------------------------------------------------------- workloads
+def _condition_true(obj, ctype):
+    for cond in ((obj or {}).get('status') or {}).get('conditions') or []:
+        if cond.get('type') == ctype:
+            return cond.get('status') == 'True'
+    return False
+
+
+def workload_counts(workloads, local_queues, cluster_queues):
+    """Pending and admitted Workloads per LocalQueue and ClusterQueue (finished ones are not counted).
+
+    A Workload is admitted when its ``Admitted`` condition is true, else pending
+    (including one that reserved quota and waits for admission checks). Its
+    ClusterQueue is that of its admission, else that of its LocalQueue.
+    """
+    lq_target = {}
+    lqs = {}
+    for obj in local_queues:
+        _kind, namespace, name = obj_key(obj)
+        target = (obj.get('spec') or {}).get('clusterQueue')
+        lq_target[(namespace, name)] = target
+        lqs[(namespace, name)] = {'namespace': namespace, 'name': name, 'cluster_queue': target,
+                                  'pending': 0, 'admitted': 0}
+    cqs = dict((obj_key(o)[2], {'name': obj_key(o)[2], 'pending': 0, 'admitted': 0}) for o in cluster_queues)
+    total = {'pending': 0, 'admitted': 0, 'finished': 0}
+    for wl in workloads:
+        if _condition_true(wl, 'Finished'):
+            total['finished'] += 1
+            continue
+        state = 'admitted' if _condition_true(wl, 'Admitted') else 'pending'
+        total[state] += 1
+        namespace = (wl.get('metadata') or {}).get('namespace') or ''
+        queue = (wl.get('spec') or {}).get('queueName')
+        admission = (wl.get('status') or {}).get('admission') or {}
+        if queue:
+            entry = lqs.setdefault((namespace, queue), {'namespace': namespace, 'name': queue,
+                                                        'cluster_queue': None, 'pending': 0, 'admitted': 0})
+            entry[state] += 1
+        target = admission.get('clusterQueue') or lq_target.get((namespace, queue))
+        if target:
+            cqs.setdefault(target, {'name': target, 'pending': 0, 'admitted': 0})[state] += 1
+    return {
+        'local_queues': [lqs[k] for k in sorted(lqs)],
+        'cluster_queues': [cqs[k] for k in sorted(cqs)],
+        'total': total,
+    }
+
+
+# ------------------------------------------------------------------ write
+def _write_file(path, data):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class BackupExists(KueueOpsError):
+    """The destination folder already exists."""
+
+
+def os_error(exc, where, field):
+    """A KueueOpsError for a failed write under ``where``, naming ``field`` and the fix."""
+    code = getattr(exc, 'errno', None)
+    reason = exc.strerror or str(exc)
+    fixes = {
+        errno.ENOSPC: 'free space on that file system, or choose a %s on another one' % field,
+        errno.EDQUOT: 'free space within the quota, or choose a %s on another file system' % field,
+        errno.EROFS: 'the file system is read-only; choose a writable %s' % field,
+        errno.EACCES: 'give the user running the module write access to %s, or choose another %s' % (where, field),
+        errno.EPERM: 'give the user running the module write access to %s, or choose another %s' % (where, field),
+        errno.ENOTDIR: '%s must be a folder (or not exist yet): something in that path is a file' % field,
+        errno.EEXIST: '%s must be a folder (or not exist yet): something in that path is a file' % field,
+    }
+    return KueueOpsError('cannot write the backup under %s: %s (nothing was written)' % (where, reason), field=field,
+                         fix=fixes.get(code, 'check that %s is a writable folder with free space' % field))
+
+
+def prepare_parent(path, field):
+    """Create the folder ``path`` (and missing parents, 0700) if needed.
+
+    Returns the folders created, outermost first, for ``remove_created``.
+    """
+    created = []
+    missing = []
+    probe = os.path.abspath(path)
+    while not os.path.lexists(probe):
+        missing.append(probe)
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if os.path.lexists(probe) and not os.path.isdir(probe):
+        raise KueueOpsError('cannot write the backup under %s: %s is not a folder (nothing was written)'
+                            % (path, probe), field=field,
+                            fix='%s must be a folder (or not exist yet); move the file %s away or choose another %s'
+                            % (field, probe, field))
+    try:
+        for folder in reversed(missing):
+            os.mkdir(folder, 0o700)
+            created.append(folder)
+            os.chmod(folder, 0o700)
+    except OSError as exc:
+        remove_created(created)
+        raise os_error(exc, path, field)
+    return created
+
+
+def remove_created(created):
+    """Remove the folders ``prepare_parent`` created, innermost first, if still empty."""
+    for folder in reversed(created):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            break
+
+
+def write_backup(path, files, manifest_bytes, before_commit=None, field='dest', unique=False):
+    """Write a backup folder at ``path`` atomically; returns the path written.
+
+    ``files`` is ``[(name, bytes)]``. Everything is written into a temporary
+    folder next to ``path`` (files 0600, folder 0700, each file fsynced), then
+    ``before_commit(temp_folder)`` runs (it raises to abort), then the folder is
+    renamed into place and the parent folder fsynced. The name is claimed with
+    ``mkdir`` (atomic: an existing backup is never replaced) just before the
+    rename. With ``unique``, a taken name gets a ``-2``, ``-3``... suffix instead
+    of failing with ``BackupExists``. On any failure nothing is left behind.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    base = os.path.basename(os.path.abspath(path))
+    if not unique and os.path.lexists(path):
+        raise BackupExists('%s already exists; refusing to overwrite an existing backup' % path, field=field,
+                           fix='choose a new path (or give dest, under which a new folder is created)')
+    try:
+        temp = tempfile.mkdtemp(prefix='.%s.tmp-' % base, dir=parent)
+    except OSError as exc:
+        raise os_error(exc, parent, field)
+    try:
+        try:
+            os.chmod(temp, 0o700)
+            for name, data in files:
+                _write_file(os.path.join(temp, name), data)
+            _write_file(os.path.join(temp, MANIFEST), manifest_bytes)
+            _fsync_dir(temp)
+        except OSError as exc:
+            raise os_error(exc, parent, field)
+        if before_commit is not None:
+            before_commit(temp)
+        target = path
+        suffix = 1
+        while True:
+            try:
+                os.mkdir(target, 0o700)
+                break
+            except FileExistsError:
+                if not unique:
+                    raise BackupExists('%s already exists; refusing to overwrite an existing backup' % target,
+                                       field=field, fix='choose a new path (or give dest, under which a new '
+                                                        'folder is created)')
+                suffix += 1
+                target = '%s-%d' % (path, suffix)
+            except OSError as exc:
+                raise os_error(exc, parent, field)
+        try:
+            os.rename(temp, target)
+        except OSError as exc:
+            try:
+                os.rmdir(target)
+            except OSError:
+                pass
+            raise os_error(exc, parent, field)
+        try:
+            _fsync_dir(parent)
+        except OSError:  # pragma: no cover - the rename is done; fsync of the parent is best effort
+            pass
+        return target
+    finally:
+        if os.path.isdir(temp):
+            shutil.rmtree(temp, ignore_errors=True)

@@ -1,0 +1,479 @@
+#!/usr/bin/python
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+module: kueue_backup
+short_description: Back up every Kueue configuration object to a verified, re-appliable folder
+version_added: 0.1.0
+description:
+  - Exports every Kueue configuration object (ResourceFlavor, Cohort, ClusterQueue, LocalQueue,
+    WorkloadPriorityClass, AdmissionCheck, Topology, ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster)
+    at the version the cluster serves (C(kueue.x-k8s.io/v1beta2) where served), so that uninstalling Kueue (which
+    deletes its CRDs and with them every object) loses nothing.
+  - B(Clean manifests.) C(status), C(uid), C(resourceVersion), C(generation), C(creationTimestamp), C(managedFields),
+    the deletion fields, C(selfLink), C(ownerReferences), the C(kubectl.kubernetes.io/last-applied-configuration)
+    annotation and Kueue-owned finalizers (C(kueue.x-k8s.io/...)) are dropped.
+  - B(Deterministic layout.) A new folder holds a file per kind, numbered in dependency order
+    (C(05-topologies.yaml), C(10-resourceflavors.yaml), C(20-cohorts.yaml), C(30-provisioningrequestconfigs.yaml),
+    C(40-admissionchecks.yaml), C(50-workloadpriorityclasses.yaml), C(60-clusterqueues.yaml),
+    C(70-localqueues.yaml)), objects sorted by namespace and name, keys sorted; two backups of the same state have
+    byte-identical object files (only the creation time in C(manifest.json) differs) and diff well in Git.
+  - B(Restore.) The folder is directly usable as O(kueueops.aks.kueue_queues#module:src) (for example with
+    C(hold_admission=true)). MultiKueueClusters, MultiKueueConfigs and their Secrets, which kueue_queues does not
+    apply, are written as C(02-multikueueclusters.k8s), C(03-multikueueconfigs.k8s) and C(01-secrets.k8s) (the same
+    multi-document YAML, for C(kubernetes.core.k8s src) or C(kubectl apply -f)), which kueue_queues does not read.
+    C(manifest.json) names the module that restores each file.
+  - B(manifest.json) records the Kueue version (the manager image tag), the served API versions, the cluster
+    identity (API server URL, O(cluster_name), O(cluster_resource_id)), the creation time, per-kind counts, the
+    excluded objects, how many Workloads were pending and admitted per LocalQueue and ClusterQueue (Workloads are
+    not configuration; Kueue recreates them from their Jobs), and the sha256 of every file.
+  - B(Atomic and private.) Everything is written to a temporary folder next to the destination, fsynced, verified,
+    then renamed into place; folders are 0700 and files 0600 whatever the umask. An existing backup is never
+    overwritten. On any failure (unwritable or read-only destination, full disk, verification) no partial backup is
+    left and the module fails naming O(dest) or O(path) and the fix, so a playbook can stop before uninstalling.
+  - B(Verified.) With O(verify), the files are read back from disk, their checksums checked, and every object
+    compared with a fresh read of the live cluster (normalised the same way); any difference fails the module naming
+    the object. C(kueueops.aks) restores call the same checksum verification on the folder before applying it.
+author:
+  - kueueops contributors (@kueueops)
+options:
+  dest:
+    description:
+      - Folder under which a new backup folder C(<cluster_name>-<UTC timestamp>) is created (a C(-2), C(-3)...
+        suffix is added if that name is taken). Created (0700) if missing.
+      - Exactly one of O(dest) and O(path) is required.
+    type: path
+  path:
+    description:
+      - Exact path of the backup folder to create. It must not exist; an existing backup is never overwritten.
+    type: path
+  include_secrets:
+    description:
+      - Also back up the Secrets that MultiKueueClusters reference, from O(kueue_namespace) (which a Helm uninstall
+        deletes). They hold kubeconfigs of the worker clusters; keep the backup private.
+      - Without it, such Secrets are listed in RV(excluded).
+    type: bool
+    default: false
+  include_aks_managed:
+    description:
+      - Also back up the C(aks-) objects that the AKS managed Kueue extension owns and recreates (its generated
+        ResourceFlavors and priority classes). By default they are excluded and listed in RV(excluded).
+    type: bool
+    default: false
+  aks_extension:
+    description:
+      - Whether the cluster runs the AKS managed Kueue extension (which owns the C(aks-*) objects). Detected from the
+        C(kueue-extension) Deployment in O(kueue_namespace) when not set. C(aks-) objects of a cluster without the
+        extension are ordinary objects and are backed up.
+    type: bool
+  kueue_namespace:
+    description: Namespace Kueue runs in (manager Deployment, MultiKueue Secrets, extension detection).
+    type: str
+    default: kueue-system
+  cluster_name:
+    description:
+      - Name of the cluster, recorded in the manifest and used for the backup folder's name under O(dest).
+        Defaults to the last segment of O(cluster_resource_id), else C(kueue).
+    type: str
+  cluster_resource_id:
+    description:
+      - ARM resource ID of the AKS cluster
+        (C(/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.ContainerService/managedClusters/<name>)),
+        recorded in the manifest.
+    type: str
+  verify:
+    description:
+      - Read the written files back and compare every object with the live cluster before the backup is put in
+        place. The checksums of the files are always checked.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - kueueops.aks.kube_auth
+notes:
+  - Check mode reads the cluster and reports the path, files, counts and checksums that would be written, and writes
+    nothing.
+  - Workload objects are not backed up; after a reinstall Kueue creates new Workloads for the Jobs that still carry a
+    queue label.
+requirements:
+  - kubernetes >= 29.0.0
+  - PyYAML
+"""
+
+EXAMPLES = r"""
+- name: Back up the Kueue configuration before uninstalling
+  kueueops.aks.kueue_backup:
+    dest: /var/backups/kueue
+    cluster_name: aks-prod
+    cluster_resource_id: /subscriptions/0000/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/aks-prod
+    include_secrets: true
+  register: backup
+
+- name: Restore it later without admitting anything half-way
+  kueueops.aks.kueue_queues:
+    src: "{{ backup.backup_path }}"
+    hold_admission: true
+"""
+
+RETURN = r"""
+backup_path:
+  description: The backup folder written (in check mode, that would be written).
+  returned: success
+  type: str
+  sample: /var/backups/kueue/aks-prod-20250601T120000Z
+counts:
+  description: Objects backed up per kind (kinds the cluster serves).
+  returned: success
+  type: dict
+  sample: {ClusterQueue: 2, LocalQueue: 2, ResourceFlavor: 3}
+files:
+  description: The files of the backup in dependency order, with kind, object count, sha256 and the module to restore
+    them with (C(manifest.json) is not listed).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{name: 10-resourceflavors.yaml, kind: ResourceFlavor, count: 3, sha256: 3f1c..., restore_with:
+            kueueops.aks.kueue_queues}]
+excluded:
+  description: Objects not backed up, with the reason (C(aks-) objects of the managed extension, Secrets referenced by
+    MultiKueueClusters that are not included or do not exist).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{kind: ResourceFlavor, name: aks-default, reason: owned by the AKS managed Kueue extension}]
+workloads:
+  description: Pending and admitted Workloads per LocalQueue and ClusterQueue, and totals (with finished ones).
+  returned: success
+  type: dict
+  sample: {local_queues: [{namespace: team-a, name: user-queue, cluster_queue: team-a, pending: 3, admitted: 1}],
+           cluster_queues: [{name: team-a, pending: 3, admitted: 1}], total: {pending: 3, admitted: 1, finished: 0}}
+manifest:
+  description: The content of C(manifest.json).
+  returned: success
+  type: dict
+api_version:
+  description: The Kueue API version the objects were exported at (that of ClusterQueue).
+  returned: success
+  type: str
+  sample: kueue.x-k8s.io/v1beta2
+kueue_version:
+  description: The Kueue manager's image tag, if its Deployment was found.
+  returned: success
+  type: str
+  sample: v0.19.2
+verified:
+  description: Whether the objects read back from the files were compared with the live cluster and matched.
+  returned: success
+  type: bool
+"""
+
+import datetime
+import json
+import os
+import re
+import shutil
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
+    KUBE_AUTH_ARGSPEC,
+    describe_kube_error,
+    get_api_client,
+)
+from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
+
+try:
+    from kubernetes import client as k8s
+    from kubernetes.client.exceptions import ApiException
+except ImportError:  # pragma: no cover - get_api_client reports missing_required_lib
+    k8s = None
+    ApiException = Exception
+
+REQUEST_TIMEOUT = 60
+PAGE = 500
+_RESOURCE_ID_RE = re.compile(r'^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.ContainerService/'
+                             r'managedClusters/(?P<name>[^/]+)$', re.IGNORECASE)
+
+
+class Exporter:
+    """Reads what a backup holds from the cluster."""
+
+    def __init__(self, api_client, namespace):
+        self.api = api_client
+        self.ns = namespace
+        self.custom = k8s.CustomObjectsApi(api_client)
+        self.core = k8s.CoreV1Api(api_client)
+        self.apps = k8s.AppsV1Api(api_client)
+        self.served = {}
+        self.workloads_version = None
+
+    def discover(self):
+        """kind -> served version of the Kueue kinds, v1beta2 preferred."""
+        served = {}
+        for version in ('v1beta1', 'v1beta2'):  # v1beta2 overrides
+            try:
+                resources = self.custom.get_api_resources(b.GROUP, version, _request_timeout=REQUEST_TIMEOUT)
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            if hasattr(resources, 'to_dict'):
+                resources = resources.to_dict()
+            names = set(r.get('name') for r in (resources or {}).get('resources') or [])
+            for kind in b.KUEUE_KINDS:
+                if b.PLURALS[kind] in names:
+                    served[kind] = version
+            if 'workloads' in names:
+                self.workloads_version = version
+        if not served:
+            raise KueueOpsError('the cluster does not serve the %s API group (v1beta2 or v1beta1): there is no Kueue '
+                                'configuration to back up' % b.GROUP, field='kubeconfig',
+                                fix='point the module at the cluster running Kueue, and check that its CRDs are '
+                                    'established (kueueops.aks.kueue_verify)')
+        self.served = served
+        return served
+
+    def _list(self, version, plural):
+        items = []
+        token = None
+        while True:
+            kwargs = dict(limit=PAGE, _request_timeout=REQUEST_TIMEOUT)
+            if token:
+                kwargs['_continue'] = token
+            page = self.custom.list_cluster_custom_object(b.GROUP, version, plural, **kwargs)
+            items.extend(page.get('items') or [])
+            token = (page.get('metadata') or {}).get('continue')
+            if not token:
+                return items
+
+    def list_raw(self, kind):
+        return self._list(self.served[kind], b.PLURALS[kind])
+
+    def list_workloads(self):
+        if not self.workloads_version:
+            return []
+        return self._list(self.workloads_version, 'workloads')
+
+    def read_secret(self, namespace, name):
+        """The Secret as the API server returns it (raw JSON), or None when it does not exist."""
+        try:
+            response = self.core.read_namespaced_secret(name, namespace, _preload_content=False,
+                                                        _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return json.loads(response.data)
+
+    def detect_aks_extension(self):
+        try:
+            self.apps.read_namespaced_deployment('kueue-extension', self.ns, _request_timeout=REQUEST_TIMEOUT)
+            return True
+        except ApiException as exc:
+            if exc.status in (404, 403):
+                return False
+            raise
+
+    def manager_image(self):
+        try:
+            dep = self.apps.read_namespaced_deployment('kueue-controller-manager', self.ns,
+                                                       _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status in (404, 403):
+                return None
+            raise
+        containers = dep.spec.template.spec.containers or []
+        chosen = [c for c in containers if c.name == 'manager'] or containers
+        return chosen[0].image if chosen else None
+
+
+def snapshot(exporter, include_secrets, include_aks_managed, aks_extension):
+    """(objects by kind, excluded, raw queues by kind): what the backup of the cluster now holds."""
+    objects = {}
+    excluded = []
+    raw_queues = {}
+    for kind in b.KUEUE_KINDS:
+        if kind not in exporter.served:
+            continue
+        items = []
+        raw = exporter.list_raw(kind)
+        if kind in ('LocalQueue', 'ClusterQueue'):
+            raw_queues[kind] = raw
+        for item in raw:
+            obj = b.normalise(item, kind, '%s/%s' % (b.GROUP, exporter.served[kind]))
+            if not include_aks_managed and b.is_aks_managed(obj, aks_extension):
+                excluded.append(_ref(obj, 'owned by the AKS managed Kueue extension, which recreates it '
+                                          '(include_aks_managed: true to back it up)'))
+                continue
+            items.append(obj)
+        objects[kind] = b.sort_objects(items)
+    refs = b.multikueue_secret_refs(objects.get('MultiKueueCluster', []), exporter.ns)
+    if include_secrets:
+        secrets = []
+        for (namespace, name), users in sorted(refs.items()):
+            secret = exporter.read_secret(namespace, name)
+            if secret is None:
+                excluded.append({'kind': 'Secret', 'namespace': namespace, 'name': name,
+                                 'reason': 'referenced by MultiKueueCluster %s but does not exist' % ', '.join(users)})
+                continue
+            secrets.append(b.normalise(secret, 'Secret', 'v1'))
+        objects['Secret'] = b.sort_objects(secrets)
+    else:
+        for (namespace, name), users in sorted(refs.items()):
+            excluded.append({'kind': 'Secret', 'namespace': namespace, 'name': name,
+                             'reason': 'referenced by MultiKueueCluster %s; not backed up (include_secrets: true to '
+                                       'back it up)' % ', '.join(users)})
+    excluded.sort(key=lambda e: (b.KIND_NAMES.index(e['kind']), e.get('namespace', ''), e['name']))
+    return objects, excluded, raw_queues
+
+
+def _ref(obj, reason):
+    kind, namespace, name = b.obj_key(obj)
+    out = {'kind': kind, 'name': name, 'reason': reason}
+    if namespace:
+        out['namespace'] = namespace
+    return out
+
+
+def _flat(objects):
+    return [o for kind in b.KIND_NAMES for o in objects.get(kind, [])]
+
+
+def main():
+    argument_spec = dict(
+        dest=dict(type='path'),
+        path=dict(type='path'),
+        include_secrets=dict(type='bool', default=False),
+        include_aks_managed=dict(type='bool', default=False),
+        aks_extension=dict(type='bool'),
+        kueue_namespace=dict(type='str', default='kueue-system'),
+        cluster_name=dict(type='str'),
+        cluster_resource_id=dict(type='str'),
+        verify=dict(type='bool', default=True),
+    )
+    argument_spec.update(KUBE_AUTH_ARGSPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
+                           mutually_exclusive=[('dest', 'path')], required_one_of=[('dest', 'path')])
+    params = module.params
+    if b.yaml is None:
+        module.fail_json(msg=KueueOpsError('PyYAML is not installed', field='dest',
+                                           fix='pip install PyYAML in the Python that runs the module').message())
+    resource_id = params['cluster_resource_id']
+    cluster_name = params['cluster_name']
+    if resource_id:
+        match = _RESOURCE_ID_RE.match(resource_id)
+        if not match:
+            module.fail_json(msg=KueueOpsError(
+                '%r is not the ARM resource ID of an AKS cluster' % resource_id, field='cluster_resource_id',
+                fix='give /subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.ContainerService/'
+                    'managedClusters/<name> (az aks show --query id -o tsv)').message())
+        cluster_name = cluster_name or match.group('name')
+    field = 'dest' if params['dest'] else 'path'
+
+    api_client = get_api_client(module)
+    try:
+        result = run(module, api_client, params, cluster_name, field)
+    except KueueOpsError as exc:
+        failure = exc.message()
+    except Exception as exc:  # pylint: disable=broad-except
+        failure = describe_kube_error(exc, host=api_client.configuration.host).message()
+        failure += ' (nothing was written)'
+    else:
+        failure = None
+    if failure is not None:
+        # Outside the except block: a user-facing message, no traceback attached.
+        module.fail_json(changed=False, msg=failure)
+    for item in result['excluded']:
+        if item['kind'] == 'Secret' and 'does not exist' in item['reason']:
+            module.warn('Secret %s/%s %s' % (item['namespace'], item['name'], item['reason']))
+    module.exit_json(**result)
+
+
+def run(module, api_client, params, cluster_name, field):
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    exporter = Exporter(api_client, params['kueue_namespace'])
+    exporter.discover()
+    aks_extension = params['aks_extension']
+    if aks_extension is None:
+        aks_extension = exporter.detect_aks_extension()
+    image = exporter.manager_image()
+
+    objects, excluded, raw_queues = snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
+                                             aks_extension)
+    workloads = b.workload_counts(exporter.list_workloads(), raw_queues.get('LocalQueue', []),
+                                  raw_queues.get('ClusterQueue', []))
+    api_versions = dict(exporter.served)
+    if params['include_secrets']:
+        api_versions['Secret'] = 'v1'
+    files = b.render(objects, dict((k, v if k == 'Secret' else '%s/%s' % (b.GROUP, v))
+                                   for k, v in api_versions.items()))
+    cluster = {'name': cluster_name, 'server': api_client.configuration.host,
+               'resource_id': params['cluster_resource_id']}
+    kueue = {'version': b.image_tag(image), 'image': image, 'namespace': params['kueue_namespace'],
+             'aks_extension': bool(aks_extension)}
+    manifest = b.build_manifest(files, now, cluster, kueue, api_versions, excluded, workloads,
+                                params['include_secrets'])
+
+    if params['path']:
+        path = os.path.abspath(params['path'])
+        unique = False
+    else:
+        path = os.path.join(os.path.abspath(params['dest']), b.folder_name(cluster_name, now))
+        unique = True
+    if not unique and os.path.lexists(path):
+        raise b.BackupExists('%s already exists; refusing to overwrite an existing backup' % path, field=field,
+                             fix='choose a new path (or give dest, under which a new folder is created)')
+
+    result = {
+        'changed': True,
+        'backup_path': path,
+        'counts': manifest['counts'],
+        'files': [dict(manifest['files'][name], name=name) for name, _kind, _count, _data in files],
+        'excluded': excluded,
+        'workloads': workloads,
+        'manifest': manifest,
+        'api_version': manifest['api_version'],
+        'kueue_version': kueue['version'],
+        'verified': False,
+    }
+    if module.check_mode:
+        return result
+
+    def verify(temp):
+        problems = b.check_backup(temp)
+        if problems:
+            raise KueueOpsError('the files read back from %s do not match what was written: %s'
+                                % (path, '; '.join(problems)), field=field,
+                                fix='check the file system of %s (nothing was kept)' % field)
+        if not params['verify']:
+            return
+        written = b.load_objects(temp)
+        live, _excluded, _raw = snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
+                                         aks_extension)
+        differences = b.compare(written, _flat(live))
+        if differences:
+            raise KueueOpsError('the backup does not match the live cluster (nothing was kept): %s'
+                                % '; '.join(differences), field='verify',
+                                fix='something changed the Kueue objects while the backup ran; pause what changes '
+                                    'them (GitOps, other automation) and run again')
+        result['verified'] = True
+
+    created = b.prepare_parent(os.path.dirname(path), field)
+    try:
+        written = b.write_backup(path, [(name, data) for name, _kind, _count, data in files],
+                                 b.dump_manifest(manifest), before_commit=verify, field=field, unique=unique)
+    except BaseException:
+        b.remove_created(created)
+        raise
+    result['backup_path'] = written
+    try:
+        b.verify_backup(written)
+    except b.BackupError:
+        shutil.rmtree(written, ignore_errors=True)
+        raise
+    return result
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,344 @@
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests for plugins/module_utils/backup.py (no cluster)."""
+
+import copy
+import datetime
+import errno
+import json
+import os
+import stat
+
+import pytest
+import yaml
+
+from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
+from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+
+V2 = 'kueue.x-k8s.io/v1beta2'
+NOW = datetime.datetime(2025, 6, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+def live_cq(name, **extra_meta):
+    meta = {'name': name, 'uid': 'u-' + name, 'resourceVersion': '42', 'generation': 3,
+            'creationTimestamp': '2025-01-01T00:00:00Z', 'selfLink': '/x',
+            'managedFields': [{'manager': 'kueueops', 'operation': 'Apply'}],
+            'finalizers': ['kueue.x-k8s.io/resource-in-use'],
+            'annotations': {'kubectl.kubernetes.io/last-applied-configuration': '{}'}}
+    meta.update(extra_meta)
+    return {'apiVersion': V2, 'kind': 'ClusterQueue', 'metadata': meta,
+            'spec': {'namespaceSelector': {}, 'cohortName': 'research'},
+            'status': {'pendingWorkloads': 3, 'conditions': [{'type': 'Active', 'status': 'True'}]}}
+
+
+def lq(name, namespace, target='team'):
+    return {'apiVersion': V2, 'kind': 'LocalQueue', 'metadata': {'name': name, 'namespace': namespace},
+            'spec': {'clusterQueue': target}}
+
+
+def rf(name):
+    return {'apiVersion': V2, 'kind': 'ResourceFlavor', 'metadata': {'name': name}, 'spec': {}}
+
+
+# --------------------------------------------------------------- normalise
+def test_normalise_drops_server_fields_status_and_kueue_finalizers():
+    obj = live_cq('team', ownerReferences=[{'uid': 'x'}], deletionTimestamp='2025-01-01T00:00:00Z',
+                  labels={}, finalizers=['kueue.x-k8s.io/resource-in-use', 'example.com/keep'])
+    before = copy.deepcopy(obj)
+    out = b.normalise(obj)
+    assert obj == before  # the input is untouched
+    assert out == {'apiVersion': V2, 'kind': 'ClusterQueue',
+                   'metadata': {'name': 'team', 'finalizers': ['example.com/keep']},
+                   'spec': {'namespaceSelector': {}, 'cohortName': 'research'}}
+
+
+def test_normalise_keeps_user_labels_and_annotations_and_fills_kind():
+    obj = {'metadata': {'name': 'a', 'labels': {'team': 'x'},
+                        'annotations': {'note': 'keep', 'kubectl.kubernetes.io/last-applied-configuration': '{}'}},
+           'spec': {}}
+    out = b.normalise(obj, 'ResourceFlavor', V2)
+    assert out == {'apiVersion': V2, 'kind': 'ResourceFlavor',
+                   'metadata': {'name': 'a', 'labels': {'team': 'x'}, 'annotations': {'note': 'keep'}}, 'spec': {}}
+
+
+def test_normalised_object_is_accepted_by_kueue_queues():
+    """The backup's manifests are what kueue_queues reads: no problem, same object."""
+    obj = b.normalise(live_cq('team'))
+    problems = []
+    served = dict((k, 'v1beta2') for k in q.KIND_ORDER)
+    out = q.normalise_all([('x', obj)], served, problems)
+    assert problems == []
+    assert out == [obj]
+
+
+def test_wpc_top_level_fields_survive():
+    obj = {'apiVersion': V2, 'kind': 'WorkloadPriorityClass', 'metadata': {'name': 'p', 'uid': 'u'},
+           'value': 100, 'description': 'low'}
+    assert b.normalise(obj) == {'apiVersion': V2, 'kind': 'WorkloadPriorityClass', 'metadata': {'name': 'p'},
+                                'value': 100, 'description': 'low'}
+
+
+def test_aks_managed_only_on_extension_clusters():
+    assert b.is_aks_managed(rf('aks-default'), True)
+    assert not b.is_aks_managed(rf('aks-default'), False)
+    assert not b.is_aks_managed(rf('default'), True)
+
+
+def test_multikueue_secret_refs_both_versions_and_path_ignored():
+    v2 = {'kind': 'MultiKueueCluster', 'metadata': {'name': 'w1'},
+          'spec': {'clusterSource': {'kubeConfig': {'location': 'w1-secret', 'locationType': 'Secret'}}}}
+    v1 = {'kind': 'MultiKueueCluster', 'metadata': {'name': 'w2'}, 'spec': {'kubeConfig': {'location': 'w1-secret'}}}
+    path = {'kind': 'MultiKueueCluster', 'metadata': {'name': 'w3'},
+            'spec': {'kubeConfig': {'location': '/etc/kc', 'locationType': 'Path'}}}
+    profile = {'kind': 'MultiKueueCluster', 'metadata': {'name': 'w4'},
+               'spec': {'clusterSource': {'clusterProfileRef': {'name': 'p'}}}}
+    assert b.multikueue_secret_refs([v2, v1, path, profile], 'kueue-system') == {
+        ('kueue-system', 'w1-secret'): ['w1', 'w2']}
+
+
+# ------------------------------------------------------------------ layout
+def test_file_names_follow_dependency_order_and_restore_tool():
+    names = [b.file_name(k) for k in b.KIND_NAMES]
+    assert names == sorted(names)
+    assert b.file_name('ResourceFlavor') == '10-resourceflavors.yaml'
+    assert b.file_name('LocalQueue') == '70-localqueues.yaml'
+    assert b.file_name('Secret').endswith('.k8s')
+    assert b.file_name('MultiKueueCluster').endswith('.k8s')
+    # Every kind kueue_queues applies is a .yaml file, in kueue_queues' own dependency order.
+    yaml_kinds = [k for k in b.KIND_NAMES if b.file_name(k).endswith('.yaml')]
+    assert yaml_kinds == list(q.KIND_ORDER)
+    with pytest.raises(ValueError):
+        b.file_name('Workload')
+
+
+def test_dump_is_sorted_and_deterministic():
+    objs = [lq('b', 'ns2'), lq('a', 'ns2'), lq('z', 'ns1')]
+    one = b.dump_objects('LocalQueue', V2, objs)
+    two = b.dump_objects('LocalQueue', V2, list(reversed(copy.deepcopy(objs))))
+    assert one == two
+    docs = [d for d in yaml.safe_load_all(one) if d]
+    assert [(d['metadata']['namespace'], d['metadata']['name']) for d in docs] == [
+        ('ns1', 'z'), ('ns2', 'a'), ('ns2', 'b')]
+    text = one.decode()
+    assert text.startswith('# kueueops.aks.kueue_backup: LocalQueue (%s), 3 object(s)' % V2)
+    # keys sorted within each document
+    assert text.index('apiVersion') < text.index('kind:') < text.index('metadata:') < text.index('spec:')
+
+
+def test_dump_round_trips_tricky_scalars():
+    obj = {'apiVersion': V2, 'kind': 'ResourceFlavor',
+           'metadata': {'name': 'x', 'annotations': {'a': '2025-01-01T00:00:00Z', 'b': '1', 'c': 'yes',
+                                                     'd': 'long ' * 100, 'e': 'ünï', 'f': 'null'}},
+           'spec': {'nodeLabels': {'n': '0x10'}}}
+    data = b.dump_objects('ResourceFlavor', V2, [obj])
+    assert [d for d in yaml.safe_load_all(data) if d] == [obj]
+    assert len(data.decode().splitlines()) < 20  # no folding of long strings
+
+
+def test_empty_kind_has_a_header_only_file():
+    data = b.dump_objects('Topology', V2, [])
+    assert [d for d in yaml.safe_load_all(data) if d is not None] == []
+    assert data.count(b'\n') == 1
+
+
+def test_render_and_manifest():
+    files = b.render({'LocalQueue': [lq('a', 'ns')], 'ResourceFlavor': [rf('x'), rf('y')], 'Topology': []},
+                     {'LocalQueue': V2, 'ResourceFlavor': V2, 'Topology': V2})
+    assert [f[0] for f in files] == ['05-topologies.yaml', '10-resourceflavors.yaml', '70-localqueues.yaml']
+    manifest = b.build_manifest(files, NOW, {'server': 'https://127.0.0.1:6443'}, {'version': 'v0.19.2'},
+                                {'LocalQueue': 'v1beta2', 'ResourceFlavor': 'v1beta2', 'Topology': 'v1beta2'},
+                                [], {}, False)
+    assert manifest['created'] == '2025-06-01T12:00:00Z'
+    assert manifest['counts'] == {'LocalQueue': 1, 'ResourceFlavor': 2, 'Topology': 0}
+    assert manifest['files']['10-resourceflavors.yaml']['sha256'] == b.sha256_bytes(files[1][3])
+    assert manifest['files']['10-resourceflavors.yaml']['restore_with'] == b.QUEUES_TOOL
+    text = b.dump_manifest(manifest)
+    assert json.loads(text.decode()) == manifest
+    assert text == b.dump_manifest(json.loads(text.decode()))
+
+
+def test_folder_name_and_image_tag():
+    assert b.folder_name('aks prod/1', NOW) == 'aks-prod-1-20250601T120000Z'
+    assert b.folder_name(None, NOW) == 'kueue-20250601T120000Z'
+    assert b.image_tag('registry.k8s.io/kueue/kueue:v0.19.2') == 'v0.19.2'
+    assert b.image_tag('localhost:5000/kueue:v0.18.4@sha256:abc') == 'v0.18.4'
+    assert b.image_tag('localhost:5000/kueue') is None
+    assert b.image_tag(None) is None
+
+
+# ------------------------------------------------------------ write / verify
+def write_sample(tmp_path, name='bk', **kwargs):
+    files = b.render({'ResourceFlavor': [rf('x')], 'LocalQueue': [lq('a', 'ns')]},
+                     {'ResourceFlavor': V2, 'LocalQueue': V2})
+    manifest = b.build_manifest(files, NOW, {}, {}, {'ResourceFlavor': 'v1beta2', 'LocalQueue': 'v1beta2'},
+                                [], {}, False)
+    path = str(tmp_path / name)
+    return b.write_backup(path, [(f[0], f[3]) for f in files], b.dump_manifest(manifest), **kwargs), manifest
+
+
+def test_write_is_private_whatever_the_umask(tmp_path):
+    old = os.umask(0)
+    try:
+        path, _manifest = write_sample(tmp_path)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
+    names = sorted(os.listdir(path))
+    assert names == ['10-resourceflavors.yaml', '70-localqueues.yaml', 'manifest.json']
+    for name in names:
+        assert stat.S_IMODE(os.stat(os.path.join(path, name)).st_mode) == 0o600
+    assert os.listdir(str(tmp_path)) == ['bk']  # no temporary folder left
+    assert b.verify_backup(path)['counts'] == {'ResourceFlavor': 1, 'LocalQueue': 1}
+    assert [o['metadata']['name'] for o in b.load_objects(path)] == ['x', 'a']
+
+
+def test_existing_backup_is_refused(tmp_path):
+    path, _m = write_sample(tmp_path)
+    before = open(os.path.join(path, 'manifest.json'), 'rb').read()
+    with pytest.raises(b.BackupExists) as err:
+        write_sample(tmp_path)
+    assert 'refusing to overwrite' in err.value.message()
+    assert open(os.path.join(path, 'manifest.json'), 'rb').read() == before
+    assert os.listdir(str(tmp_path)) == ['bk']
+
+
+def test_unique_adds_a_suffix(tmp_path):
+    first, _m = write_sample(tmp_path)
+    second, _m = write_sample(tmp_path, unique=True)
+    assert second == first + '-2'
+
+
+def test_name_taken_while_writing_is_refused_and_cleaned(tmp_path):
+    def squat(_temp):
+        os.mkdir(str(tmp_path / 'bk'))
+    with pytest.raises(b.BackupExists):
+        write_sample(tmp_path, before_commit=squat)
+    assert os.listdir(str(tmp_path)) == ['bk'] and os.listdir(str(tmp_path / 'bk')) == []
+
+
+def test_failed_verification_leaves_nothing(tmp_path):
+    def fail(temp):
+        assert b.check_backup(temp) == []
+        raise KueueOpsError('differs', field='verify')
+    with pytest.raises(KueueOpsError):
+        write_sample(tmp_path, before_commit=fail)
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_disk_full_leaves_nothing_and_names_dest(tmp_path, monkeypatch):
+    real_write = os.write
+    calls = []
+
+    def full(fd, data):
+        calls.append(fd)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, 'No space left on device')
+        return real_write(fd, data)
+    monkeypatch.setattr(b.os, 'write', full)
+    with pytest.raises(KueueOpsError) as err:
+        write_sample(tmp_path)
+    monkeypatch.undo()
+    message = err.value.message()
+    assert message.startswith('dest: cannot write the backup under %s: No space left on device' % tmp_path)
+    assert 'Fix: free space' in message
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_file_in_the_way(tmp_path):
+    blocker = tmp_path / 'file'
+    blocker.write_text('x')
+    with pytest.raises(KueueOpsError) as err:
+        b.prepare_parent(str(blocker / 'sub'), 'dest')
+    assert 'is not a folder' in err.value.message() and err.value.field == 'dest'
+    with pytest.raises(KueueOpsError) as err:
+        b.write_backup(str(blocker / 'bk'), [], b'{}', field='path')
+    assert err.value.field == 'path' and 'nothing was written' in err.value.message()
+
+
+def test_prepare_parent_creates_and_removes(tmp_path):
+    target = str(tmp_path / 'a' / 'b')
+    created = b.prepare_parent(target, 'dest')
+    assert created == [str(tmp_path / 'a'), target]
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o700
+    b.remove_created(created)
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_tampered_file_is_named(tmp_path):
+    path, _m = write_sample(tmp_path)
+    with open(os.path.join(path, '70-localqueues.yaml'), 'a') as handle:
+        handle.write('# edited\n')
+    with pytest.raises(b.BackupError) as err:
+        b.verify_backup(path)
+    assert len(err.value.problems) == 1
+    assert err.value.problems[0].startswith('70-localqueues.yaml: sha256 ')
+    assert '70-localqueues.yaml' in err.value.message()
+
+
+def test_missing_and_extra_files_are_named(tmp_path):
+    path, _m = write_sample(tmp_path)
+    os.unlink(os.path.join(path, '10-resourceflavors.yaml'))
+    with open(os.path.join(path, '99-extra.yaml'), 'w') as handle:
+        handle.write('kind: ClusterQueue\n')
+    os.mkdir(os.path.join(path, 'sub'))
+    problems = b.check_backup(path)
+    assert problems == ['10-resourceflavors.yaml: missing (listed in manifest.json)',
+                        '99-extra.yaml: not part of the backup (not listed in manifest.json)',
+                        'sub: not part of the backup (not listed in manifest.json)']
+
+
+def test_not_a_backup(tmp_path):
+    with pytest.raises(b.BackupError) as err:
+        b.verify_backup(str(tmp_path))
+    assert 'manifest.json' in err.value.message()
+    (tmp_path / 'manifest.json').write_text('{"format": "other"}')
+    with pytest.raises(b.BackupError):
+        b.verify_backup(str(tmp_path))
+    (tmp_path / 'manifest.json').write_text('not json')
+    with pytest.raises(b.BackupError) as err:
+        b.verify_backup(str(tmp_path))
+    assert 'not valid JSON' in err.value.message()
+
+
+# ----------------------------------------------------------------- compare
+def test_compare_names_the_object_and_field():
+    mine = [b.normalise(live_cq('a')), lq('q', 'ns'), rf('gone')]
+    live = [b.normalise(live_cq('a')), lq('q', 'ns', target='other'), rf('new')]
+    assert b.compare(mine, copy.deepcopy(mine)) == []
+    problems = b.compare(mine, live)
+    assert problems == [
+        'ResourceFlavor gone is in the backup but no longer in the cluster',
+        'ResourceFlavor new is in the cluster but not in the backup',
+        'LocalQueue ns/q differs from the cluster at spec.clusterQueue',
+    ]
+
+
+# --------------------------------------------------------------- workloads
+def wl(namespace, queue, admitted=False, finished=False, cq=None):
+    conds = []
+    if admitted:
+        conds.append({'type': 'Admitted', 'status': 'True'})
+    if finished:
+        conds.append({'type': 'Finished', 'status': 'True'})
+    status = {'conditions': conds}
+    if cq:
+        status['admission'] = {'clusterQueue': cq}
+    return {'metadata': {'namespace': namespace, 'name': 'w'}, 'spec': {'queueName': queue}, 'status': status}
+
+
+def test_workload_counts():
+    counts = b.workload_counts(
+        [wl('ns', 'q'), wl('ns', 'q'), wl('ns', 'q', admitted=True, cq='team'), wl('ns', 'q', finished=True),
+         wl('other', 'lost')],
+        [lq('q', 'ns'), lq('idle', 'ns')],
+        [{'kind': 'ClusterQueue', 'metadata': {'name': 'team'}}, {'kind': 'ClusterQueue', 'metadata': {'name': 'x'}}])
+    assert counts == {
+        'local_queues': [
+            {'namespace': 'ns', 'name': 'idle', 'cluster_queue': 'team', 'pending': 0, 'admitted': 0},
+            {'namespace': 'ns', 'name': 'q', 'cluster_queue': 'team', 'pending': 2, 'admitted': 1},
+            {'namespace': 'other', 'name': 'lost', 'cluster_queue': None, 'pending': 1, 'admitted': 0},
+        ],
+        'cluster_queues': [{'name': 'team', 'pending': 2, 'admitted': 1}, {'name': 'x', 'pending': 0, 'admitted': 0}],
+        'total': {'pending': 3, 'admitted': 1, 'finished': 1},
+    }
