@@ -42,7 +42,7 @@ options:
     description:
       - Folder under which a new backup folder C(<cluster_name>-<UTC timestamp>) is created (a C(-2), C(-3)...
         suffix is added if that name is taken). Created (0700) if missing.
-      - Exactly one of O(dest) and O(path) is required.
+      - Exactly one of O(dest), O(path) and O(verify_path) is required.
     type: path
   path:
     description:
@@ -82,6 +82,14 @@ options:
         (C(/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.ContainerService/managedClusters/<name>)),
         recorded in the manifest.
     type: str
+  verify_path:
+    description:
+      - Take no backup; check the existing backup folder at this path instead. Every file the folder's
+        C(manifest.json) lists must be present with its recorded sha256, and no other file may be in the folder
+        (except C(gitops.json), the record of the role C(uninstall_with_backup)); otherwise the module fails
+        naming every file at fault. Reads nothing from the cluster and never reports a change.
+      - What restores run on a backup before applying it. Exclusive with O(dest) and O(path).
+    type: path
   verify:
     description:
       - Read the written files back and compare every object with the live cluster before the backup is put in
@@ -109,6 +117,10 @@ EXAMPLES = r"""
     include_secrets: true
   register: backup
 
+- name: Before restoring, check that no file of the backup changed since it was taken
+  kueueops.aks.kueue_backup:
+    verify_path: "{{ backup.backup_path }}"
+
 - name: Restore it later without admitting anything half-way
   kueueops.aks.kueue_queues:
     src: "{{ backup.backup_path }}"
@@ -117,12 +129,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 backup_path:
-  description: The backup folder written (in check mode, that would be written).
+  description: The backup folder written (in check mode, that would be written); with O(verify_path), the folder
+    checked.
   returned: success
   type: str
   sample: /var/backups/kueue/aks-prod-20250601T120000Z
 counts:
-  description: Objects backed up per kind (kinds the cluster serves).
+  description: Objects backed up per kind (kinds the cluster serves); with O(verify_path), those of its manifest.
   returned: success
   type: dict
   sample: {ClusterQueue: 2, LocalQueue: 2, ResourceFlavor: 3}
@@ -162,7 +175,8 @@ kueue_version:
   type: str
   sample: v0.19.2
 verified:
-  description: Whether the objects read back from the files were compared with the live cluster and matched.
+  description: Whether the objects read back from the files were compared with the live cluster and matched; with
+    O(verify_path), whether every checksum matched (always true when the module succeeds).
   returned: success
   type: bool
 """
@@ -351,11 +365,15 @@ def main():
         cluster_name=dict(type='str'),
         cluster_resource_id=dict(type='str'),
         verify=dict(type='bool', default=True),
+        verify_path=dict(type='path'),
     )
     argument_spec.update(KUBE_AUTH_ARGSPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
-                           mutually_exclusive=[('dest', 'path')], required_one_of=[('dest', 'path')])
+                           mutually_exclusive=[('dest', 'path', 'verify_path')],
+                           required_one_of=[('dest', 'path', 'verify_path')])
     params = module.params
+    if params['verify_path']:
+        verify_only(module, params['verify_path'])
     if b.yaml is None:
         module.fail_json(msg=KueueOpsError('PyYAML is not installed', field='dest',
                                            fix='pip install PyYAML in the Python that runs the module').message())
@@ -388,6 +406,30 @@ def main():
         if item['kind'] == 'Secret' and 'does not exist' in item['reason']:
             module.warn('Secret %s/%s %s' % (item['namespace'], item['name'], item['reason']))
     module.exit_json(**result)
+
+
+def verify_only(module, path):
+    """Check the checksums of an existing backup folder and exit (no cluster access)."""
+    path = os.path.abspath(path)
+    try:
+        manifest = b.verify_backup(path)
+    except b.BackupError as exc:
+        exc.field = 'verify_path'
+        failure = exc.message()
+        module.fail_json(changed=False, msg=failure, backup_path=path, problems=exc.problems,
+                         files_at_fault=sorted(set(p.split(':', 1)[0] for p in exc.problems)), verified=False)
+    module.exit_json(
+        changed=False,
+        backup_path=path,
+        counts=manifest.get('counts') or {},
+        files=[dict(info, name=name) for name, info in sorted(manifest['files'].items())],
+        excluded=manifest.get('excluded') or [],
+        workloads=manifest.get('workloads') or {},
+        manifest=manifest,
+        api_version=manifest.get('api_version'),
+        kueue_version=(manifest.get('kueue') or {}).get('version'),
+        verified=True,
+    )
 
 
 def run(module, api_client, params, cluster_name, field):

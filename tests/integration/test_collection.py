@@ -11,7 +11,7 @@ import sys
 from .ansible import REPO, run_playbook
 
 BIN = os.path.dirname(sys.executable)
-MODULES = ["kueue_helm", "kueue_verify", "kueue_queues"]
+MODULES = ["kueue_helm", "kueue_verify", "kueue_queues", "kueue_backup", "kueue_gitops", "kueue_jobs_info"]
 
 
 def test_build_install_and_ansible_doc(tmp_path):
@@ -39,7 +39,7 @@ def test_build_install_and_ansible_doc(tmp_path):
                           capture_output=True, text=True, env=env)
     assert role.returncode == 0, role.stderr
     entry_points = json.loads(role.stdout)["kueueops.aks.kueue"]["entry_points"]
-    assert {"main", "install", "configure_queues"} <= set(entry_points)
+    assert {"main", "install", "configure_queues", "uninstall_with_backup"} <= set(entry_points)
 
 
 def test_module_defaults_for_the_action_group(cluster):

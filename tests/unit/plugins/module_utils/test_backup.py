@@ -342,3 +342,13 @@ def test_workload_counts():
         'cluster_queues': [{'name': 'team', 'pending': 2, 'admitted': 1}, {'name': 'x', 'pending': 0, 'admitted': 0}],
         'total': {'pending': 3, 'admitted': 1, 'finished': 1},
     }
+
+
+def test_gitops_sidecar_is_allowed_but_not_a_directory_of_that_name(tmp_path):
+    path, _m = write_sample(tmp_path)
+    with open(os.path.join(path, 'gitops.json'), 'w') as handle:
+        handle.write('{}\n')
+    assert b.check_backup(path) == []
+    os.unlink(os.path.join(path, 'gitops.json'))
+    os.mkdir(os.path.join(path, 'gitops.json'))
+    assert b.check_backup(path) == ['gitops.json: not part of the backup (not listed in manifest.json)']

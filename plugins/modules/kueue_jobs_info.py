@@ -1,0 +1,150 @@
+#!/usr/bin/python
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+DOCUMENTATION = r"""
+module: kueue_jobs_info
+short_description: List the Jobs that carry a Kueue queue label, suspended (queued) or running, by namespace
+version_added: 0.1.0
+description:
+  - Lists the batch Jobs labelled C(kueue.x-k8s.io/queue-name) and sorts them, per namespace, into V(suspended)
+    (C(spec.suspend=true); queued, they create no pods), V(running) (not suspended and not finished) and
+    V(finished) (C(Complete) or C(Failed)).
+  - What an admin needs after uninstalling Kueue - running Jobs continue without Kueue, queued Jobs stay suspended
+    until Kueue is back and creates new Workloads for them - and before restoring.
+  - Read-only; never reports a change.
+author:
+  - kueueops contributors (@kueueops)
+options:
+  namespaces:
+    description: Only these namespaces (all namespaces when empty).
+    type: list
+    elements: str
+    default: []
+  label:
+    description: The queue label.
+    type: str
+    default: kueue.x-k8s.io/queue-name
+extends_documentation_fragment:
+  - kueueops.aks.kube_auth
+requirements:
+  - kubernetes >= 29.0.0
+"""
+
+EXAMPLES = r"""
+- name: Which Jobs wait for Kueue
+  kueueops.aks.kueue_jobs_info:
+  register: jobs
+
+- name: Print them
+  ansible.builtin.debug:
+    msg: "{{ jobs.namespaces }}"
+"""
+
+RETURN = r"""
+namespaces:
+  description: Per namespace, the suspended, running and finished Jobs, each with its name and queue.
+  returned: success
+  type: dict
+  sample: {team-a: {suspended: [{name: train-1, queue: user-queue}], running: [], finished: []}}
+suspended:
+  description: How many Jobs with a queue label are suspended.
+  returned: success
+  type: int
+running:
+  description: How many Jobs with a queue label are running (not suspended, not finished).
+  returned: success
+  type: int
+finished:
+  description: How many Jobs with a queue label are finished.
+  returned: success
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
+    KUBE_AUTH_ARGSPEC,
+    describe_kube_error,
+    get_api_client,
+)
+
+try:
+    from kubernetes import client as k8s
+except ImportError:  # pragma: no cover - get_api_client reports missing_required_lib
+    k8s = None
+
+REQUEST_TIMEOUT = 60
+PAGE = 500
+
+
+def classify(job):
+    """'suspended', 'running' or 'finished' for a Job as a dict (API field names)."""
+    for cond in ((job.get('status') or {}).get('conditions') or []):
+        if cond.get('type') in ('Complete', 'Failed') and cond.get('status') == 'True':
+            return 'finished'
+    if (job.get('spec') or {}).get('suspend'):
+        return 'suspended'
+    return 'running'
+
+
+def summarise(jobs, label):
+    out = {}
+    for job in jobs:
+        meta = job.get('metadata') or {}
+        state = classify(job)
+        entry = out.setdefault(meta.get('namespace') or '', {'suspended': [], 'running': [], 'finished': []})
+        entry[state].append({'name': meta.get('name'), 'queue': (meta.get('labels') or {}).get(label)})
+    for entry in out.values():
+        for items in entry.values():
+            items.sort(key=lambda i: i['name'] or '')
+    return dict(sorted(out.items()))
+
+
+def list_jobs(api_client, label, namespaces):
+    batch = k8s.BatchV1Api(api_client)
+    sanitize = api_client.sanitize_for_serialization
+    targets = namespaces or [None]
+    jobs = []
+    for namespace in targets:
+        token = None
+        while True:
+            kwargs = dict(label_selector=label, limit=PAGE, _request_timeout=REQUEST_TIMEOUT)
+            if token:
+                kwargs['_continue'] = token
+            if namespace:
+                page = batch.list_namespaced_job(namespace, **kwargs)
+            else:
+                page = batch.list_job_for_all_namespaces(**kwargs)
+            jobs.extend(sanitize(item) for item in page.items or [])
+            token = page.metadata._continue if page.metadata else None
+            if not token:
+                break
+    return jobs
+
+
+def main():
+    argument_spec = dict(
+        namespaces=dict(type='list', elements='str', default=[]),
+        label=dict(type='str', default='kueue.x-k8s.io/queue-name'),
+    )
+    argument_spec.update(KUBE_AUTH_ARGSPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    api_client = get_api_client(module)
+    try:
+        jobs = list_jobs(api_client, module.params['label'], module.params['namespaces'])
+    except Exception as exc:  # pylint: disable=broad-except
+        failure = describe_kube_error(exc, host=api_client.configuration.host).message()
+    else:
+        failure = None
+    if failure is not None:
+        module.fail_json(msg=failure)
+    namespaces = summarise(jobs, module.params['label'])
+    module.exit_json(changed=False, namespaces=namespaces,
+                     suspended=sum(len(n['suspended']) for n in namespaces.values()),
+                     running=sum(len(n['running']) for n in namespaces.values()),
+                     finished=sum(len(n['finished']) for n in namespaces.values()))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,141 @@
+"""The pure logic of kueue_gitops (pause/resume against a fake API) and kueue_jobs_info."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import stat
+
+import pytest
+
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.modules import kueue_gitops as g
+from ansible_collections.kueueops.aks.plugins.modules import kueue_jobs_info as j
+
+KS = {'apiVersion': 'kustomize.toolkit.fluxcd.io/v1', 'kind': 'Kustomization', 'name': 'ks', 'namespace': 'flux'}
+HR = {'apiVersion': 'helm.toolkit.fluxcd.io/v2', 'kind': 'HelmRelease', 'name': 'hr', 'namespace': 'flux'}
+APP = {'apiVersion': 'argoproj.io/v1alpha1', 'kind': 'Application', 'name': 'app', 'namespace': 'argocd'}
+
+
+def merge(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge(out.get(key), value)
+    return out
+
+
+class FakeGitOps(g.GitOps):
+    def __init__(self, objects, check_mode=False):  # pylint: disable=super-init-not-called
+        self.objects = objects
+        self.check_mode = check_mode
+        self.patches = []
+
+    def get(self, ref):
+        key = (ref['kind'], ref['namespace'], ref['name'])
+        if key not in self.objects:
+            raise KueueOpsError('%s not found' % g.describe(ref), field='objects')
+        return self.objects[key]
+
+    def set(self, ref, target):
+        current = g.observed(ref, self.get(ref))
+        if current == target:
+            return False, current
+        if not self.check_mode:
+            key = (ref['kind'], ref['namespace'], ref['name'])
+            patch = g.merge_patch(ref, target)
+            self.patches.append(patch)
+            self.objects[key] = merge(self.objects[key], patch)
+        return True, target
+
+
+class Module:
+    def __init__(self, check_mode=False):
+        self.check_mode = check_mode
+
+
+def cluster():
+    return {
+        ('Kustomization', 'flux', 'ks'): {'spec': {'interval': '5m'}},
+        ('HelmRelease', 'flux', 'hr'): {'spec': {'suspend': False}},
+        ('Application', 'argocd', 'app'): {'spec': {'syncPolicy': {'automated': {'prune': True},
+                                                                   'syncOptions': ['A=b']}}},
+    }
+
+
+def refs(*items):
+    return [g.parse_ref(item, idx) for idx, item in enumerate(items)]
+
+
+def test_pause_records_previous_state_then_resume_restores_it(tmp_path):
+    state = str(tmp_path / 'gitops.json')
+    original = cluster()
+    api = FakeGitOps(cluster())
+    changed, out = g.pause(Module(), api, refs(KS, HR, APP), state)
+    assert changed and all(o['changed'] for o in out)
+    assert api.objects[('Kustomization', 'flux', 'ks')]['spec'] == {'interval': '5m', 'suspend': True}
+    assert api.objects[('HelmRelease', 'flux', 'hr')]['spec'] == {'suspend': True}
+    assert api.objects[('Application', 'argocd', 'app')]['spec'] == {'syncPolicy': {'syncOptions': ['A=b']}}
+    assert stat.S_IMODE(os.stat(state).st_mode) == 0o600
+    record = json.load(open(state))
+    assert [o['previous'] for o in record['objects']] == [{'automated': {'prune': True}}, {'suspend': False},
+                                                         {'suspend': None}]
+    # Pausing again changes nothing and keeps the first recorded state.
+    changed, _out = g.pause(Module(), api, refs(KS, HR, APP), state)
+    assert not changed and json.load(open(state)) == record
+    changed, out = g.resume(Module(), api, [], state)
+    assert changed and api.objects == original
+    changed, _out = g.resume(Module(), api, [], state)
+    assert not changed
+
+
+def test_check_mode_writes_and_patches_nothing(tmp_path):
+    state = str(tmp_path / 'gitops.json')
+    api = FakeGitOps(cluster(), check_mode=True)
+    changed, out = g.pause(Module(check_mode=True), api, refs(KS, APP), state)
+    assert changed and [o['changed'] for o in out] == [True, True]
+    assert not os.path.exists(state) and api.patches == [] and api.objects == cluster()
+
+
+def test_missing_object_fails_before_anything_is_written(tmp_path):
+    state = str(tmp_path / 'gitops.json')
+    api = FakeGitOps(cluster())
+    other = dict(KS, name='nope')
+    with pytest.raises(KueueOpsError, match='Kustomization flux/nope not found'):
+        g.pause(Module(), api, refs(KS, other), state)
+    assert not os.path.exists(state) and api.patches == []
+
+
+@pytest.mark.parametrize('item, match', [
+    ({'apiVersion': 'apps/v1', 'kind': 'Deployment', 'name': 'a', 'namespace': 'b'}, 'not a GitOps object'),
+    ({'apiVersion': 'argoproj.io/v1alpha1', 'kind': 'Application', 'name': 'a'}, 'namespace missing'),
+    (dict(APP, extra=1), 'unknown keys extra'),
+])
+def test_bad_references(item, match):
+    with pytest.raises(KueueOpsError, match=match):
+        g.parse_ref(item, 0)
+
+
+def test_resume_without_state_file(tmp_path):
+    with pytest.raises(KueueOpsError, match='does not exist'):
+        g.resume(Module(), FakeGitOps(cluster()), [], str(tmp_path / 'gitops.json'))
+
+
+def test_jobs_are_classified_by_namespace():
+    label = 'kueue.x-k8s.io/queue-name'
+
+    def job(ns, name, suspend, cond=None):
+        return {'metadata': {'namespace': ns, 'name': name, 'labels': {label: 'q'}}, 'spec': {'suspend': suspend},
+                'status': {'conditions': [{'type': cond, 'status': 'True'}] if cond else []}}
+
+    out = j.summarise([job('b', 'z', True), job('b', 'a', True), job('a', 'r', False),
+                       job('a', 'done', False, 'Complete'), job('a', 'bad', True, 'Failed')], label)
+    assert list(out) == ['a', 'b']
+    assert out['b']['suspended'] == [{'name': 'a', 'queue': 'q'}, {'name': 'z', 'queue': 'q'}]
+    assert out['a'] == {'suspended': [], 'running': [{'name': 'r', 'queue': 'q'}],
+                        'finished': [{'name': 'bad', 'queue': 'q'}, {'name': 'done', 'queue': 'q'}]}
