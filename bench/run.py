@@ -68,6 +68,20 @@ WRITE_VERBS = ("POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION")
 READ_VERBS = ("GET", "LIST")
 SELECTOR = "%s=true" % gen_config.LABEL
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
+# method -> (playbook, which ansible runs it: the project venv or the PyPI bench venv, title)
+METHODS = {
+    "kueue_queues": ("kueue_queues.yml", "project", "kueue_queues"),
+    "k8s_list": ("k8s_list.yml", "bench", "k8s single list task"),
+    "k8s_loop": ("k8s_loop.yml", "bench", "k8s loop"),
+    # variants (--variants): what the time of the main methods is made of
+    "kueue_queues_src": ("kueue_queues_src.yml", "project", "kueue_queues, src: file instead of resources: list"),
+    "kueue_queues_nowait": ("kueue_queues_nowait.yml", "project", "kueue_queues, wait: false"),
+    "k8s_list_ssa": ("k8s_list_ssa.yml", "bench", "k8s single list task, server_side_apply"),
+    "baseline_project": ("baseline.yml", "project", "baseline (project venv)"),
+    "baseline_bench_venv": ("baseline.yml", "bench", "baseline (bench venv)"),
+}
+MAIN_METHODS = ("kueue_queues", "k8s_list", "k8s_loop")
+VARIANTS = ("kueue_queues_src", "kueue_queues_nowait", "k8s_list_ssa")
 BENCH_PIP = ["ansible>=12,<13", "kubernetes>=29"]
 
 
@@ -142,6 +156,50 @@ def delta(before, after):
         summary.setdefault(bucket, {"writes": 0, "dry_run_writes": 0, "reads": 0, "watches": 0, "total": 0,
                                     "by_verb": {}})
     return {"summary": summary, "detail": detail}
+
+
+# ----------------------------------------------------------------------- CPU
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_cpu(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / float(_TICK)  # utime + stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cpu_snapshot(cluster):
+    """CPU seconds used so far: the whole machine (busy), each control-plane process, the
+    Kueue manager, and this process's waited-for children (ansible-playbook and its modules)."""
+    import resource
+    with open("/proc/stat") as handle:
+        parts = [int(x) for x in handle.readline().split()[1:]]
+    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
+    out = {"machine_busy": (sum(parts) - idle) / float(_TICK), "machine_total": sum(parts) / float(_TICK)}
+    procs = dict((name, p["pid"]) for name, p in (cluster.state.get("processes") or {}).items())
+    for pid, _marker in cluster._agent_children():
+        procs["kueue-manager"] = pid
+    for name, pid in procs.items():
+        value = _proc_cpu(pid)
+        if value is not None:
+            out[name] = value
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out["ansible-playbook (+modules)"] = usage.ru_utime + usage.ru_stime
+    return out
+
+
+def cpu_delta(before, after, seconds):
+    out = {}
+    for key, value in after.items():
+        if key in before and key not in ("machine_total",):
+            out[key] = round(value - before[key], 2)
+    total = after["machine_total"] - before["machine_total"]
+    out["machine_busy_percent"] = round(100.0 * out.pop("machine_busy") / total, 1) if total > 0 else None
+    out["wall_seconds"] = round(seconds, 2)
+    return out
 
 
 # ------------------------------------------------------------------- cluster
@@ -313,16 +371,43 @@ class Bench:
             time.sleep(1)
 
     # -- runs
-    def playbook(self, method, config, label):
+    def start_proxy(self, rtt_ms):
+        """bench/latency_proxy.py in front of the API server (127.0.0.1); a kubeconfig that uses it."""
+        port = self.cluster.state["ports"]["apiserver"]
+        self.proxy = subprocess.Popen([sys.executable, os.path.join(BENCH, "latency_proxy.py"), "--target",
+                                       "127.0.0.1:%d" % port, "--delay-ms", str(rtt_ms / 2.0)],
+                                      stdout=subprocess.PIPE, text=True)
+        proxy_port = int(self.proxy.stdout.readline().strip())
+        with open(self.kubeconfig) as handle:
+            cfg = json.load(handle)
+        for cluster in cfg["clusters"]:
+            cluster["cluster"]["server"] = "https://127.0.0.1:%d" % proxy_port
+        path = os.path.join(self.work, "remote.kubeconfig")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(cfg, handle)
+        log("latency proxy pid %d on 127.0.0.1:%d (+%.0f ms per round trip)" % (self.proxy.pid, proxy_port, rtt_ms))
+        return path
+
+    def stop_proxy(self):
+        proxy = getattr(self, "proxy", None)
+        if proxy is not None and proxy.poll() is None:
+            proxy.terminate()
+            try:
+                proxy.wait(10)
+            except subprocess.TimeoutExpired:
+                proxy.kill()
+        self.proxy = None
+
+    def playbook(self, method, config, label, kubeconfig=None):
         """Run one bench playbook; returns timings, ansible's counts and the API request delta."""
-        if method == "kueue_queues" or method == "baseline_project":
+        book, which, _title = METHODS[method]
+        if which == "project":
             ansible_playbook = os.path.join(VENV_BIN, "ansible-playbook")
             collections = os.path.join(REPO, ".venv", "collections")
         else:
             ansible_playbook = os.path.join(self.args.bench_venv, "bin", "ansible-playbook")
             collections = None
-        book = {"kueue_queues": "kueue_queues.yml", "k8s_loop": "k8s_loop.yml", "k8s_list": "k8s_list.yml",
-                "baseline_project": "baseline.yml", "baseline_bench_venv": "baseline.yml"}[method]
         timer = os.path.join(self.work, "timer-%s.json" % label)
         stdout = os.path.join(self.work, "ansible-%s.log" % label)
         env = dict(self.env)
@@ -342,14 +427,16 @@ class Bench:
         else:
             env.pop("ANSIBLE_COLLECTIONS_PATH", None)
         argv = [ansible_playbook, os.path.join(BENCH, "playbooks", book),
-                "-e", json.dumps({"bench_config": config, "bench_kubeconfig": self.kubeconfig})]
+                "-e", json.dumps({"bench_config": config, "bench_kubeconfig": kubeconfig or self.kubeconfig})]
         if os.path.exists(timer):
             os.unlink(timer)
         before = scrape(self.cluster)
+        cpu_before = cpu_snapshot(self.cluster)
         t0 = time.monotonic()
         with open(stdout, "w") as out:
             proc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.work)
         seconds = time.monotonic() - t0
+        cpu = cpu_delta(cpu_before, cpu_snapshot(self.cluster), seconds)
         after = scrape(self.cluster)
         timing = {}
         if os.path.exists(timer):
@@ -359,7 +446,7 @@ class Bench:
         out = {"label": label, "method": method, "seconds": round(seconds, 2), "rc": proc.returncode,
                "task_seconds": task.get("seconds"), "task_results": task.get("results"),
                "changed": task.get("changed"), "failed": task.get("failed"),
-               "requests": delta(before, after), "log": stdout}
+               "requests": delta(before, after), "cpu_seconds": cpu, "log": stdout}
         for key in ("counts", "not_active", "msgs"):
             if task.get(key):
                 out[key] = task[key]
@@ -383,16 +470,16 @@ class Bench:
             elapsed, d["summary"]["bench"]["writes"], d["summary"]["bench"]["reads"], d["summary"]["other"]["total"]))
         return {"seconds": round(elapsed, 1), "requests": d, "per_second": rates}
 
-    def method(self, method, config, objects, label):
+    def method(self, method, config, objects, label, kubeconfig=None):
         self.clean()
-        first = self.playbook(method, config, label + " first apply")
+        first = self.playbook(method, config, label + " first apply", kubeconfig)
         t0 = time.time()
         first["verify"] = self.verify(objects)
         first["verify"]["seconds_until_verified"] = round(time.time() - t0, 1)
         log("verified %d/%d objects, all queues Active: %s" % (
             first["verify"]["objects_found"], first["verify"]["objects_expected"], first["verify"]["all_active"]))
         time.sleep(self.args.settle)
-        rerun = self.playbook(method, config, label + " re-run")
+        rerun = self.playbook(method, config, label + " re-run", kubeconfig)
         return {"objects": len(objects), "first": first, "rerun": rerun}
 
     def profile(self, config):
@@ -460,18 +547,29 @@ def markdown(res):
     lines.append("| run | wall s | changed | writes | dry-run writes | reads (GET/LIST) | discovery | "
                  "Kueue status writes | bench requests by verb |")
     lines.append("|---|---|---|---|---|---|---|---|---|")
-    names = {"kueue_queues": "kueue_queues", "k8s_list": "k8s single list task", "k8s_loop": "k8s loop"}
-    for key in ("kueue_queues", "k8s_list", "k8s_loop"):
-        if key not in res["methods"]:
-            continue
-        mres = res["methods"][key]
-        for phase in ("first", "rerun"):
-            run = dict(mres[phase], objects=mres["objects"])
-            ext = mres.get("extrapolated", {}).get(phase)
-            label = "%s, %s" % (names[key], "first apply" if phase == "first" else "re-run")
-            if ext:
-                label += " [subset, extrapolated]"
-            lines.append(row(label, run, extrapolated=ext))
+    header = lines[-2:]
+    remote = res.get("remote") or {}
+    for table in ("methods", "variants", "remote"):
+        if table != "methods":
+            if not res.get(table):
+                continue
+            lines.append("")
+            if table == "variants":
+                lines.append("Variants (same run, same clean starting state):")
+            else:
+                lines.append("Through bench/latency_proxy.py, +%g ms per round trip (as against a remote cluster):"
+                             % remote["rtt_ms"])
+            lines.append("")
+            lines.extend(header)
+        entries = remote.get("methods") if table == "remote" else res.get(table)
+        for key, mres in (entries or {}).items():
+            for phase in ("first", "rerun"):
+                run = dict(mres[phase], objects=mres["objects"])
+                ext = mres.get("extrapolated", {}).get(phase)
+                label = "%s, %s" % (METHODS[key][2], "first apply" if phase == "first" else "re-run")
+                if ext:
+                    label += " [subset, extrapolated]"
+                lines.append(row(label, run, extrapolated=ext))
     lines.append("")
     idle = res.get("idle")
     if idle:
@@ -489,15 +587,71 @@ def markdown(res):
     lines.append("")
     ratios = res.get("ratios") or {}
     if ratios:
-        lines.append("| ratio (first apply wall time) | value | target |")
+        lines.append("| ratio (wall time) | value | target |")
         lines.append("|---|---|---|")
-        for key, target in (("loop_over_kueue_queues", ">= 10"), ("list_over_kueue_queues", ">= 3")):
+        for key, name, target in (("loop_over_kueue_queues", "first apply: k8s loop / kueue_queues", ">= 10"),
+                                  ("list_over_kueue_queues", "first apply: single list / kueue_queues", ">= 3")):
             if key in ratios:
-                lines.append("| %s | %.1fx | %s |" % (key.replace("_", " "), ratios[key], target))
+                lines.append("| %s | %.1fx | %s |" % (name, ratios[key], target))
         if "rerun_loop_over_kueue_queues" in ratios:
             lines.append("| re-run: loop / kueue_queues | %.1fx | |" % ratios["rerun_loop_over_kueue_queues"])
         if "rerun_list_over_kueue_queues" in ratios:
             lines.append("| re-run: single list / kueue_queues | %.1fx | |" % ratios["rerun_list_over_kueue_queues"])
+        if "remote_list_over_kueue_queues" in ratios:
+            lines.append("| first apply, +%g ms RTT: single list / kueue_queues | %.1fx | >= 3 |"
+                         % (res["remote"]["rtt_ms"], ratios["remote_list_over_kueue_queues"]))
+            lines.append("| re-run, +%g ms RTT: single list / kueue_queues | %.1fx | |"
+                         % (res["remote"]["rtt_ms"], ratios["remote_rerun_list_over_kueue_queues"]))
+        if "list_over_kueue_queues_nowait" in ratios:
+            lines.append("| first apply: single list / kueue_queues wait: false | %.1fx | |"
+                         % ratios["list_over_kueue_queues_nowait"])
+    cpu_rows = []
+    for table in ("methods", "variants", "remote"):
+        entries = (res.get("remote") or {}).get("methods") if table == "remote" else res.get(table)
+        for key, mres in (entries or {}).items():
+            for phase in ("first", "rerun"):
+                c = mres[phase].get("cpu_seconds")
+                if c:
+                    cpu_rows.append("| %s, %s%s | %.1f | %s%% | %.1f | %.1f | %.1f | %.1f |" % (
+                        METHODS[key][2], "first apply" if phase == "first" else "re-run",
+                        " (subset)" if mres.get("extrapolated") else (
+                            " (+%g ms RTT)" % res["remote"]["rtt_ms"] if table == "remote" else ""),
+                        c["wall_seconds"],
+                        c["machine_busy_percent"], c.get("ansible-playbook (+modules)", 0),
+                        c.get("kube-apiserver", 0), c.get("etcd", 0), c.get("kueue-manager", 0)))
+    if cpu_rows:
+        lines.append("")
+        lines.append("CPU seconds used during each run (2 cores = 2 CPU-seconds per wall second):")
+        lines.append("")
+        lines.append("| run | wall s | machine busy | ansible-playbook + module | kube-apiserver | etcd | "
+                     "Kueue manager (webhooks, controllers) |")
+        lines.append("|---|---|---|---|---|---|---|")
+        lines.extend(cpu_rows)
+    prof = res.get("profile_kueue_queues") or {}
+    if prof.get("first") and prof.get("rerun") and "phases_seconds" in prof["first"]:
+        lines.append("")
+        lines.append("kueue_queues' own time split (bench/profile_module.py: the module's engine in-process, "
+                     "no ansible-playbook; seconds, and requests made in the phase):")
+        lines.append("")
+        lines.append("| phase | first apply | re-run |")
+        lines.append("|---|---|---|")
+        phases = []
+        for label in ("first", "rerun"):
+            for name in prof[label]["phases_seconds"]:
+                if name not in phases:
+                    phases.append(name)
+        for name in phases:
+            cells = []
+            for label in ("first", "rerun"):
+                secs = prof[label]["phases_seconds"].get(name)
+                reqs = prof[label]["requests_by_phase"].get(name) or {}
+                cell = "-" if secs is None else "%.2f" % secs
+                if reqs:
+                    cell += " (%s)" % ", ".join("%s %d" % (k, v) for k, v in sorted(reqs.items()))
+                cells.append(cell)
+            lines.append("| %s | %s | %s |" % (name, cells[0], cells[1]))
+        lines.append("| total in-process | %.2f | %.2f |" % (prof["first"]["seconds_total"],
+                                                          prof["rerun"]["seconds_total"]))
     return "\n".join(lines) + "\n"
 
 
@@ -516,6 +670,11 @@ def main(argv=None):
     parser.add_argument("--idle", type=float, default=60.0, help="seconds of the idle window (0: none)")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds to wait after clean-up and verification")
     parser.add_argument("--no-profile", action="store_true", help="skip the in-process profile of kueue_queues")
+    parser.add_argument("--no-variants", action="store_true",
+                        help="skip the variants (kueue_queues with src / wait: false, k8s list with server-side apply)")
+    parser.add_argument("--rtt-ms", type=float, default=20.0,
+                        help="also run kueue_queues and the single list task through bench/latency_proxy.py with "
+                             "this round-trip time, as against a remote cluster (0: skip); default 20")
     parser.add_argument("--keep-cluster", action="store_true", help="leave a cluster this run started running")
     parser.add_argument("--clean-up", action="store_true", help="delete the bench objects and namespaces at the end")
     args = parser.parse_args(argv)
@@ -573,6 +732,19 @@ def main(argv=None):
                     "first": extrapolate(result["first"], len(sub_objects), len(objects), base),
                     "rerun": extrapolate(result["rerun"], len(sub_objects), len(objects), base)}
             res["methods"][method] = result
+        if not args.no_variants:
+            res["variants"] = {}
+            for method in VARIANTS:
+                res["variants"][method] = bench.method(method, config, objects, method)
+        if args.rtt_ms > 0:
+            remote = bench.start_proxy(args.rtt_ms)
+            res["remote"] = {"rtt_ms": args.rtt_ms, "methods": {}}
+            try:
+                for method in ("kueue_queues", "k8s_list"):
+                    res["remote"]["methods"][method] = bench.method(
+                        method, config, objects, "%s rtt %gms" % (method, args.rtt_ms), kubeconfig=remote)
+            finally:
+                bench.stop_proxy()
         if not args.no_profile and "kueue_queues" in res["methods"]:
             res["profile_kueue_queues"] = bench.profile(config)
         res["ratios"] = ratios(res)
@@ -595,12 +767,13 @@ def main(argv=None):
         except Exception as exc:  # noqa: BLE001 - a partial run still keeps its JSON
             log("no markdown table (%s: %s)" % (type(exc).__name__, exc))
         log("results: %s" % path)
+        bench.stop_proxy()
         bench.down()
     return 0
 
 
 def _seconds(res, method, phase):
-    m = res["methods"].get(method)
+    m = res["methods"].get(method) or (res.get("variants") or {}).get(method)
     if not m:
         return None
     ext = (m.get("extrapolated") or {}).get(phase)
@@ -618,6 +791,16 @@ def ratios(res):
         other = _seconds(res, method, "rerun")
         if kq_re and other:
             out["rerun_" + key] = round(other / kq_re, 2)
+    rm = (res.get("remote") or {}).get("methods") or {}
+    if "kueue_queues" in rm and "k8s_list" in rm:
+        out["remote_list_over_kueue_queues"] = round(rm["k8s_list"]["first"]["seconds"] /
+                                                     rm["kueue_queues"]["first"]["seconds"], 2)
+        out["remote_rerun_list_over_kueue_queues"] = round(rm["k8s_list"]["rerun"]["seconds"] /
+                                                           rm["kueue_queues"]["rerun"]["seconds"], 2)
+    nowait = _seconds(res, "kueue_queues_nowait", "first")
+    listed = _seconds(res, "k8s_list", "first")
+    if nowait and listed:
+        out["list_over_kueue_queues_nowait"] = round(listed / nowait, 2)
     return out
 
 

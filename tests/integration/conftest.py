@@ -46,6 +46,43 @@ def cluster():
 
 @pytest.fixture(scope="session")
 def kube(cluster):
-    from kubernetes import client, config
+    from kubernetes import config
     api_client = config.new_client_from_config(cluster.kubeconfig)
     return api_client
+
+
+@pytest.fixture(scope="module")
+def kueue(cluster, kube):
+    """Kueue (the newest chart in the local registry) installed with Helm and answering its
+    webhooks. Reused when already running; when installed here, uninstalled with its
+    namespace afterwards, so the next module finds the cluster as it was."""
+    from kubernetes import client
+
+    from .kubeutil import helm, wait_for
+
+    apps, core = client.AppsV1Api(kube), client.CoreV1Api(kube)
+    installed_here = False
+    try:
+        apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system")
+    except client.exceptions.ApiException as exc:
+        if exc.status != 404:
+            raise
+        helm(cluster, os.environ["HELM_V3"], "upgrade", "--install", "kueue", os.environ["KUEUE_CHART_REF"],
+             "--version", cluster.state["chart_versions"][0], "--plain-http", "-n", "kueue-system",
+             "--create-namespace", "--wait", "--timeout", "5m")
+        installed_here = True
+    wait_for("the Kueue manager", lambda: (apps.read_namespaced_deployment(
+        "kueue-controller-manager", "kueue-system").status.available_replicas or 0) >= 1, timeout=300)
+    probe = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "probe"}, "spec": {}}
+    wait_for("Kueue's webhooks", lambda: client.CustomObjectsApi(kube).create_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "clusterqueues", probe, dry_run="All"), timeout=180)
+    yield kube
+    if installed_here:
+        helm(cluster, os.environ["HELM_V3"], "uninstall", "kueue", "-n", "kueue-system", "--wait", check=False)
+        try:
+            core.delete_namespace("kueue-system")
+        except client.exceptions.ApiException as exc:
+            if exc.status != 404:
+                raise
+        wait_for("namespace kueue-system to be gone",
+                 lambda: "kueue-system" not in [n.metadata.name for n in core.list_namespace().items], timeout=180)

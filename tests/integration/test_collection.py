@@ -25,9 +25,12 @@ def test_build_install_and_ansible_doc(tmp_path):
     assert "plugins/modules/kueue_helm.py" in listing and "roles/kueue/meta/argument_specs.yml" in listing
     assert not [p for p in listing if p.startswith(("tests/harness", "tests/integration", "hack/", ".venv"))]
     dest = tmp_path / "collections"
-    subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", str(tmp_path / tarball[0]),
-                    "-p", str(dest)], capture_output=True, text=True, check=True)
+    # Only the fresh path: with the working tree's collection path in the environment (make
+    # exports it), ansible-galaxy would find kueueops.aks installed there and skip the install.
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(dest))
+    subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", str(tmp_path / tarball[0]),
+                    "-p", str(dest), "--force"], capture_output=True, text=True, check=True, env=env)
+    assert (dest / "ansible_collections" / "kueueops" / "aks" / "MANIFEST.json").is_file()
     for module in MODULES:
         doc = subprocess.run([os.path.join(BIN, "ansible-doc"), "--json", "kueueops.aks." + module],
                              capture_output=True, text=True, env=env)

@@ -21,7 +21,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import helm, wait_for
+from .kubeutil import wait_for
 
 # The collection as the modules see it (`make venv` links this checkout there).
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
@@ -46,43 +46,6 @@ OBJECT_FILES = ["02-multikueueclusters.k8s", "03-multikueueconfigs.k8s", "05-top
 
 
 # ---------------------------------------------------------------- fixtures
-@pytest.fixture(scope="module")
-def kueue(cluster, kube):
-    """Kueue 0.19.2 installed with Helm (reused when already running; removed with its namespace if installed here)."""
-    apps = client.AppsV1Api(kube)
-    core = client.CoreV1Api(kube)
-    installed_here = False
-    try:
-        apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system")
-    except client.exceptions.ApiException as exc:
-        if exc.status != 404:
-            raise
-        helm(cluster, os.environ["HELM_V3"], "upgrade", "--install", "kueue", os.environ["KUEUE_CHART_REF"],
-             "--version", KUEUE_VERSION, "--plain-http", "-n", "kueue-system", "--create-namespace", "--wait",
-             "--timeout", "5m")
-        installed_here = True
-
-    def ready():
-        dep = apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system")
-        return (dep.status.available_replicas or 0) >= 1
-
-    wait_for("the Kueue manager", ready, timeout=300)
-    custom = client.CustomObjectsApi(kube)
-    probe = {"apiVersion": V2, "kind": "ClusterQueue", "metadata": {"name": "kb-probe"}, "spec": {}}
-    wait_for("Kueue's webhooks", lambda: custom.create_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", probe,
-                                                                             dry_run="All"), timeout=180)
-    yield kube
-    if installed_here:
-        helm(cluster, os.environ["HELM_V3"], "uninstall", "kueue", "-n", "kueue-system", "--wait", check=False)
-        try:
-            core.delete_namespace("kueue-system")
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
-        wait_for("namespace kueue-system to be gone",
-                 lambda: "kueue-system" not in [n.metadata.name for n in core.list_namespace().items], timeout=180)
-
-
 def job(name, cpu):
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": "vision"}},

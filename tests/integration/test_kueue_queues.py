@@ -8,17 +8,15 @@ removed afterwards.
 from __future__ import annotations
 
 import copy
-import os
 import time
 
 import pytest
 from kubernetes import client
 
 from .ansible import run_playbook
-from .kubeutil import condition, helm, wait_for
+from .kubeutil import condition, wait_for
 
 GROUP = "kueue.x-k8s.io"
-KUEUE_VERSION = "0.19.2"
 PLURALS = {"Topology": "topologies", "ResourceFlavor": "resourceflavors", "Cohort": "cohorts",
            "AdmissionCheck": "admissionchecks", "WorkloadPriorityClass": "workloadpriorityclasses",
            "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues"}
@@ -27,36 +25,6 @@ V1 = GROUP + "/v1beta1"
 
 
 # ---------------------------------------------------------------- fixtures
-@pytest.fixture(scope="module")
-def kueue(cluster, kube):
-    """Kueue 0.19.2 installed with Helm (reused when already running; removed if installed here)."""
-    apps = client.AppsV1Api(kube)
-    installed_here = False
-    try:
-        apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system")
-    except client.exceptions.ApiException as exc:
-        if exc.status != 404:
-            raise
-        helm(cluster, os.environ["HELM_V3"], "upgrade", "--install", "kueue", os.environ["KUEUE_CHART_REF"],
-             "--version", KUEUE_VERSION, "--plain-http", "-n", "kueue-system", "--create-namespace", "--wait",
-             "--timeout", "5m")
-        installed_here = True
-
-    def ready():
-        dep = apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system")
-        return (dep.status.available_replicas or 0) >= 1
-
-    wait_for("the Kueue manager", ready, timeout=300)
-    # The webhooks answer once a dry-run ClusterQueue goes through.
-    custom = client.CustomObjectsApi(kube)
-    probe = {"apiVersion": V2, "kind": "ClusterQueue", "metadata": {"name": "kq-probe"}, "spec": {}}
-    wait_for("Kueue's webhooks", lambda: custom.create_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", probe,
-                                                                             dry_run="All"), timeout=180)
-    yield kube
-    if installed_here:
-        helm(cluster, os.environ["HELM_V3"], "uninstall", "kueue", "-n", "kueue-system", "--wait", check=False)
-
-
 def _delete_ours(kube):
     custom = client.CustomObjectsApi(kube)
     core = client.CoreV1Api(kube)
