@@ -66,3 +66,7 @@ test: venv toolchain ## Everything CI runs: sanity + lint, then unit and integra
 .PHONY: demo
 demo: venv toolchain ## Start the local cluster and run the main job (playbooks/site.yml) on it
 	hack/demo.sh
+
+.PHONY: bench
+bench: venv toolchain ## Benchmark kueue_queues against kubernetes.core.k8s on 1,068 Kueue objects (~31 min, not a test; bench/README.md)
+	$(VPY) bench/run.py $(BENCH_ARGS)

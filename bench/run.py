@@ -24,7 +24,17 @@ split by verb, by ``dry_run`` and by what the request is about:
 * ``other``: everything else (node agent, kube-controller-manager, leases...).
 
 An idle window (nothing running, all bench objects present) measures the
-background rate of each bucket; it is reported and shown next to each window.
+background rate of each bucket. Then, unless switched off: variants
+(kueue_queues with ``src:`` and with ``wait: false``, the single list task with
+``server_side_apply``), kueue_queues and the single list task again through
+bench/latency_proxy.py (+``--rtt-ms`` per round trip, as against a remote
+cluster), and kueue_queues' own phase split (bench/profile_module.py). CPU
+seconds of each run are recorded per process.
+
+The kubernetes.core loop runs on a 10% subset first; with ``--loop-fraction
+auto`` the full loop follows when the subset, scaled linearly, estimates it
+(first apply + re-run) within ``--loop-budget`` minutes, else the subset's
+numbers are extrapolated (and marked so).
 
 Usage (from the checkout; `make bench`):
 
@@ -484,7 +494,6 @@ class Bench:
 
     def profile(self, config):
         """kueue_queues' own time split (bench/profile_module.py), first apply and re-run."""
-        import profile_module
         self.clean()
         out = {}
         for label in ("first", "rerun"):
@@ -498,7 +507,6 @@ class Bench:
                 out[label] = json.loads(proc.stdout)
             log("profile %s: %s" % (label, json.dumps(out[label].get("phases_seconds"))))
             time.sleep(self.args.settle)
-        del profile_module
         return out
 
 
@@ -532,6 +540,13 @@ def row(name, run, idle_rate=None, extrapolated=None):
         name, secs, run.get("changed"), writes, dry, reads, disc, s["kueue_status"]["writes"], verbs)
 
 
+def _ordered(entries):
+    """(method, result) in METHODS order (the JSON is written with sorted keys)."""
+    entries = entries or {}
+    return [(k, entries[k]) for k in METHODS if k in entries] + \
+        [(k, v) for k, v in entries.items() if k not in METHODS]
+
+
 def markdown(res):
     lines = []
     m = res["machine"]
@@ -562,7 +577,7 @@ def markdown(res):
             lines.append("")
             lines.extend(header)
         entries = remote.get("methods") if table == "remote" else res.get(table)
-        for key, mres in (entries or {}).items():
+        for key, mres in _ordered(entries):
             for phase in ("first", "rerun"):
                 run = dict(mres[phase], objects=mres["objects"])
                 ext = mres.get("extrapolated", {}).get(phase)
@@ -608,7 +623,7 @@ def markdown(res):
     cpu_rows = []
     for table in ("methods", "variants", "remote"):
         entries = (res.get("remote") or {}).get("methods") if table == "remote" else res.get(table)
-        for key, mres in (entries or {}).items():
+        for key, mres in _ordered(entries):
             for phase in ("first", "rerun"):
                 c = mres[phase].get("cpu_seconds")
                 if c:
