@@ -36,3 +36,23 @@ def helm(cluster, binary: str, *args: str, check: bool = True) -> subprocess.Com
     if check and proc.returncode != 0:
         raise AssertionError("helm %s failed (%d): %s" % (" ".join(args), proc.returncode, proc.stderr))
     return proc
+
+
+def queued_job(name: str, queue: str, cpu: str = "100m") -> dict:
+    """A suspended Job submitted to LocalQueue `queue` (the seed's label), requesting `cpu`."""
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+            "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}}}}
+
+
+def workloads(kube, namespace: str) -> list:
+    from kubernetes import client
+    return client.CustomObjectsApi(kube).list_namespaced_custom_object(
+        "kueue.x-k8s.io", "v1beta2", namespace, "workloads")["items"]
+
+
+def admitted(workload: dict) -> bool:
+    return condition(workload, "Admitted") == "True"

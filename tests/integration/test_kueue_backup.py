@@ -21,7 +21,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import wait_for
+from .kubeutil import admitted, queued_job, wait_for, workloads
 
 # The collection as the modules see it (`make venv` links this checkout there).
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
@@ -46,24 +46,6 @@ OBJECT_FILES = ["02-multikueueclusters.k8s", "03-multikueueconfigs.k8s", "05-top
 
 
 # ---------------------------------------------------------------- fixtures
-def job(name, cpu):
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": "vision"}},
-            "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}}}}
-
-
-def workloads(kube, namespace):
-    return client.CustomObjectsApi(kube).list_namespaced_custom_object(GROUP, "v1beta2", namespace,
-                                                                      "workloads")["items"]
-
-
-def admitted(wl):
-    return any(c["type"] == "Admitted" and c["status"] == "True" for c in (wl.get("status") or {}).get("conditions", []))
-
-
 def delete_jobs(kube):
     batch = client.BatchV1Api(kube)
     for ns in NAMESPACES:
@@ -147,8 +129,8 @@ def configured(kueue):
     delete_everything(kube)
     apply_example()
     batch = client.BatchV1Api(kube)
-    batch.create_namespaced_job("team-vision", job("kb-small", "1"))
-    batch.create_namespaced_job("team-vision", job("kb-huge", "10000"))
+    batch.create_namespaced_job("team-vision", queued_job("kb-small", "vision", "1"))
+    batch.create_namespaced_job("team-vision", queued_job("kb-huge", "vision", "10000"))
     wait_for("one admitted and one pending Workload", lambda: sorted(
         admitted(w) for w in workloads(kube, "team-vision")) == [False, True], timeout=120)
     yield kube

@@ -28,7 +28,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import wait_for
+from .kubeutil import admitted, queued_job, wait_for, workloads
 
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
     sys.path.insert(0, os.path.join(REPO, ".venv", "collections"))
@@ -69,25 +69,6 @@ PAUSE = [{"apiVersion": g["apiVersion"], "kind": g["kind"], "name": g["metadata"
 
 
 # ------------------------------------------------------------------ helpers
-def job(name, queue, cpu="100m"):
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": queue}},
-            "spec": {"suspend": True, "backoffLimit": 0, "template": {"spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}}]}}}}
-
-
-def workloads(kube, namespace):
-    return client.CustomObjectsApi(kube).list_namespaced_custom_object(GROUP, "v1beta2", namespace,
-                                                                      "workloads")["items"]
-
-
-def admitted(wl):
-    return any(c["type"] == "Admitted" and c["status"] == "True"
-               for c in (wl.get("status") or {}).get("conditions", []))
-
-
 def job_suspended(kube, namespace, name):
     return bool(client.BatchV1Api(kube).read_namespaced_job(name, namespace).spec.suspend)
 
@@ -249,8 +230,8 @@ def test_uninstall_then_restore_round_trip(installed):
     kube, work = installed["kube"], installed["work"]
     batch = client.BatchV1Api(kube)
     # A Job Kueue admits (running when Kueue goes), and one it cannot admit (no such LocalQueue: queued).
-    batch.create_namespaced_job("team-vision", job("ur-running", "vision"))
-    batch.create_namespaced_job("team-nlp", job("ur-queued", "no-such-queue"))
+    batch.create_namespaced_job("team-vision", queued_job("ur-running", "vision"))
+    batch.create_namespaced_job("team-nlp", queued_job("ur-queued", "no-such-queue"))
     wait_for("ur-running to be admitted and started", lambda: not job_suspended(kube, "team-vision", "ur-running"),
              timeout=120)
     before = live_normalised(kube)
@@ -279,8 +260,8 @@ def test_uninstall_then_restore_round_trip(installed):
     assert paused["Application"]["syncPolicy"]["syncOptions"] == ["ServerSideApply=true"]
 
     # Jobs submitted while Kueue is absent stay suspended.
-    batch.create_namespaced_job("team-vision", job("ur-vision", "vision"))
-    batch.create_namespaced_job("team-nlp", job("ur-nlp", "nlp"))
+    batch.create_namespaced_job("team-vision", queued_job("ur-vision", "vision"))
+    batch.create_namespaced_job("team-nlp", queued_job("ur-nlp", "nlp"))
     time.sleep(3)
     assert job_suspended(kube, "team-vision", "ur-vision") and job_suspended(kube, "team-nlp", "ur-nlp")
     assert job_suspended(kube, "team-nlp", "ur-queued")
