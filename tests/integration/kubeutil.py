@@ -56,3 +56,39 @@ def workloads(kube, namespace: str) -> list:
 
 def admitted(workload: dict) -> bool:
     return condition(workload, "Admitted") == "True"
+
+
+def delete_kueue_objects(kube, plurals: dict, select) -> None:
+    """Delete the Kueue objects of `plurals` (kind -> plural, dependency order) for which
+    `select(kind, metadata)` is true, dependents first; absent ones are fine."""
+    from kubernetes import client
+    custom = client.CustomObjectsApi(kube)
+    for kind in reversed(list(plurals)):
+        for item in custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plurals[kind])["items"]:
+            meta = item["metadata"]
+            if not select(kind, meta):
+                continue
+            try:
+                if meta.get("namespace"):
+                    custom.delete_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", meta["namespace"],
+                                                           plurals[kind], meta["name"])
+                else:
+                    custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plurals[kind], meta["name"])
+            except client.exceptions.ApiException as exc:
+                if exc.status != 404:
+                    raise
+
+
+def live_normalised(kube, plurals: dict) -> dict:
+    """Every Kueue configuration object of `plurals` in the cluster, normalised as a backup holds it."""
+    from kubernetes import client
+
+    from ansible_collections.kueueops.aks.plugins.module_utils import backup
+
+    custom = client.CustomObjectsApi(kube)
+    out = {}
+    for kind, plural in plurals.items():
+        for item in custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural)["items"]:
+            obj = backup.normalise(item, kind, "kueue.x-k8s.io/v1beta2")
+            out[backup.obj_key(obj)] = obj
+    return out

@@ -21,7 +21,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import admitted, queued_job, wait_for, workloads
+from .kubeutil import admitted, delete_kueue_objects, live_normalised, queued_job, wait_for, workloads
 
 # The collection as the modules see it (`make venv` links this checkout there).
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
@@ -68,20 +68,7 @@ def delete_everything(kube):
         return (kind, meta.get("namespace", ""), meta["name"]) in ours or meta["name"].startswith("kb-")
 
     delete_jobs(kube)
-    for kind in reversed(list(PLURALS)):
-        for item in custom.list_cluster_custom_object(GROUP, "v1beta2", PLURALS[kind])["items"]:
-            meta = item["metadata"]
-            if not mine(kind, meta):
-                continue
-            try:
-                if meta.get("namespace"):
-                    custom.delete_namespaced_custom_object(GROUP, "v1beta2", meta["namespace"], PLURALS[kind],
-                                                           meta["name"])
-                else:
-                    custom.delete_cluster_custom_object(GROUP, "v1beta2", PLURALS[kind], meta["name"])
-            except client.exceptions.ApiException as exc:
-                if exc.status != 404:
-                    raise
+    delete_kueue_objects(kube, PLURALS, mine)
     wait_for("the objects to be gone", lambda: not [
         1 for kind, plural in PLURALS.items()
         for item in custom.list_cluster_custom_object(GROUP, "v1beta2", plural)["items"]
@@ -148,17 +135,6 @@ def mode(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-def live_normalised(kube):
-    """Every Kueue configuration object of the cluster, normalised as a backup holds it."""
-    custom = client.CustomObjectsApi(kube)
-    out = {}
-    for kind, plural in PLURALS.items():
-        for item in custom.list_cluster_custom_object(GROUP, "v1beta2", plural)["items"]:
-            obj = b.normalise(item, kind, V2)
-            out[b.obj_key(obj)] = obj
-    return out
-
-
 # ------------------------------------------------------------------- tests
 def test_backup_writes_private_files_and_a_complete_manifest(configured, dest):
     check = run_playbook(play(backup_task(dest=dest, cluster_name="local")), check=True)
@@ -200,7 +176,7 @@ def test_backup_writes_private_files_and_a_complete_manifest(configured, dest):
     # The files hold clean manifests equal to the live objects.
     objects = b.load_objects(path)
     assert len(objects) == 11
-    live = live_normalised(configured)
+    live = live_normalised(configured, PLURALS)
     for obj in objects:
         assert obj == live[b.obj_key(obj)]
         for field in ("status",):
@@ -381,7 +357,7 @@ def test_restore_with_kueue_queues_yields_equal_specs(configured, dest):
     res = run_playbook(play(backup_task(path=os.path.join(dest, "bk"))))
     assert res.rc == 0, res.stdout[-3000:]
     path = res.result("Back up")["backup_path"]
-    before = live_normalised(kube)
+    before = live_normalised(kube, PLURALS)
     expected = {k: v for k, v in before.items() if (k[0], k[1], k[2]) in
                 {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in CONFIG}}
     assert len(expected) == 11
@@ -389,7 +365,7 @@ def test_restore_with_kueue_queues_yields_equal_specs(configured, dest):
     # The cluster loses its configuration (the Jobs first, so no finalizer holds a queue), and the namespaces.
     delete_jobs(kube)
     delete_everything(kube)
-    assert not [k for k in live_normalised(kube) if k in expected]
+    assert not [k for k in live_normalised(kube, PLURALS) if k in expected]
 
     restore = run_playbook(play({"name": "Restore", "kueueops.aks.kueue_queues": {
         "src": path, "hold_admission": True, "create_namespaces": True, "timeout": 120}}))
@@ -397,7 +373,7 @@ def test_restore_with_kueue_queues_yields_equal_specs(configured, dest):
     out = restore.result("Restore")
     assert out["changed"] is True and out["not_active"] == []
     assert sum(c["created"] for c in out["counts"].values()) == 11
-    after = live_normalised(kube)
+    after = live_normalised(kube, PLURALS)
     for key, obj in expected.items():
         assert after[key] == obj, key
     # And a backup of the restored cluster is byte-identical to the first one.

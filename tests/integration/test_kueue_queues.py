@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from .ansible import run_playbook
-from .kubeutil import condition, wait_for
+from .kubeutil import condition, delete_kueue_objects, wait_for
 
 GROUP = "kueue.x-k8s.io"
 PLURALS = {"Topology": "topologies", "ResourceFlavor": "resourceflavors", "Cohort": "cohorts",
@@ -26,22 +26,9 @@ V1 = GROUP + "/v1beta1"
 
 # ---------------------------------------------------------------- fixtures
 def _delete_ours(kube):
-    custom = client.CustomObjectsApi(kube)
     core = client.CoreV1Api(kube)
-    for kind in reversed(list(PLURALS)):
-        for item in custom.list_cluster_custom_object(GROUP, "v1beta2", PLURALS[kind])["items"]:
-            meta = item["metadata"]
-            if not meta["name"].startswith("kq-") and not meta.get("namespace", "").startswith("kq-"):
-                continue
-            try:
-                if meta.get("namespace"):
-                    custom.delete_namespaced_custom_object(GROUP, "v1beta2", meta["namespace"], PLURALS[kind],
-                                                           meta["name"])
-                else:
-                    custom.delete_cluster_custom_object(GROUP, "v1beta2", PLURALS[kind], meta["name"])
-            except client.exceptions.ApiException as exc:
-                if exc.status != 404:
-                    raise
+    delete_kueue_objects(kube, PLURALS, lambda _kind, meta: meta["name"].startswith("kq-")
+                         or meta.get("namespace", "").startswith("kq-"))
     wait_for("kq- objects to be gone", lambda: not ours(kube), timeout=60)
     for ns in core.list_namespace().items:
         if ns.metadata.name.startswith("kq-") and not ns.metadata.deletion_timestamp:

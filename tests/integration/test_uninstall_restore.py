@@ -28,7 +28,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import admitted, queued_job, wait_for, workloads
+from .kubeutil import admitted, live_normalised, queued_job, wait_for, workloads
 
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
     sys.path.insert(0, os.path.join(REPO, ".venv", "collections"))
@@ -71,17 +71,6 @@ PAUSE = [{"apiVersion": g["apiVersion"], "kind": g["kind"], "name": g["metadata"
 # ------------------------------------------------------------------ helpers
 def job_suspended(kube, namespace, name):
     return bool(client.BatchV1Api(kube).read_namespaced_job(name, namespace).spec.suspend)
-
-
-def live_normalised(kube):
-    """Every Kueue configuration object of the cluster, normalised as a backup holds it."""
-    custom = client.CustomObjectsApi(kube)
-    out = {}
-    for kind, plural in PLURALS.items():
-        for item in custom.list_cluster_custom_object(GROUP, "v1beta2", plural)["items"]:
-            obj = b.normalise(item, kind, V2)
-            out[b.obj_key(obj)] = obj
-    return out
 
 
 def kueue_crds(kube):
@@ -195,7 +184,7 @@ def installed(cluster, kube):
 # -------------------------------------------------------------------- tests
 def test_unwritable_backup_stops_the_uninstall_before_anything_changes(installed):
     kube, work = installed["kube"], installed["work"]
-    before = live_normalised(kube)
+    before = live_normalised(kube, PLURALS)
     assert {(k[0], k[2]) for k in before} == {(o["kind"], o["metadata"]["name"]) for o in CONFIG}
     crds = kueue_crds(kube)
     assert crds
@@ -211,7 +200,7 @@ def test_unwritable_backup_stops_the_uninstall_before_anything_changes(installed
     # Untouched: Kueue runs, its CRDs and objects are as they were, GitOps still reconciles.
     assert manager_ready(kube)
     assert kueue_crds(kube) == crds
-    assert live_normalised(kube) == before
+    assert live_normalised(kube, PLURALS) == before
     assert gitops_specs(kube) == original_gitops_specs()
     assert open(not_a_folder).read() == "not a folder\n"
 
@@ -219,7 +208,7 @@ def test_unwritable_backup_stops_the_uninstall_before_anything_changes(installed
     res = run_playbook(UNINSTALL)
     assert res.rc != 0
     assert "kueue_backup_dir" in " ".join(res.failure_messages())
-    assert manager_ready(kube) and live_normalised(kube) == before
+    assert manager_ready(kube) and live_normalised(kube, PLURALS) == before
 
     verify = run_playbook([{"name": "Verify", "hosts": "local", "gather_facts": False, "tasks": [
         {"name": "Verify Kueue", "kueueops.aks.kueue_verify": {"kubeconfig": "{{ kueue_kubeconfig }}"}}]}])
@@ -234,7 +223,7 @@ def test_uninstall_then_restore_round_trip(installed):
     batch.create_namespaced_job("team-nlp", queued_job("ur-queued", "no-such-queue"))
     wait_for("ur-running to be admitted and started", lambda: not job_suspended(kube, "team-vision", "ur-running"),
              timeout=120)
-    before = live_normalised(kube)
+    before = live_normalised(kube, PLURALS)
     dest = os.path.join(work, "backups")
 
     # ---- uninstall
@@ -284,7 +273,7 @@ def test_uninstall_then_restore_round_trip(installed):
     assert res.rc == 0, res.stdout[-5000:]
     assert res.result("Apply the Kueue queue configuration").get("not_active", []) == []
     assert res.result("Verify Kueue after the restore")["failed_checks"] == []
-    assert live_normalised(kube) == before
+    assert live_normalised(kube, PLURALS) == before
     for ns, name in (("team-vision", "ur-vision"), ("team-nlp", "ur-nlp")):
         wait_for("%s/%s to be admitted" % (ns, name), lambda: not job_suspended(kube, ns, name)
                  and any(admitted(w) and w["metadata"]["name"].startswith("job-%s-" % name)
