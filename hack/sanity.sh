@@ -3,7 +3,8 @@
 #
 #   hack/sanity.sh            # ansible-test sanity (no ignore files) + ansible-lint
 #   hack/sanity.sh sanity     # only ansible-test sanity
-#   hack/sanity.sh lint       # only ansible-lint --profile production
+#   hack/sanity.sh lint       # only ansible-lint --profile production, antsibull-changelog and
+#                             # antsibull-docs lint
 #   hack/sanity.sh sanity [ANSIBLE-TEST ARGS]   # e.g. --test pep8, or target paths
 #
 # What ansible-test sees is the *built* collection: we run
@@ -107,6 +108,11 @@ run_lint() {
     mkdir -p "$ROOT/.venv/collections/ansible_collections/kueueops"
     ln -sfn "$ROOT" "$ROOT/.venv/collections/ansible_collections/kueueops/aks"
     (cd "$ROOT" && ANSIBLE_COLLECTIONS_PATH="$ROOT/.venv/collections" ansible-lint --profile production)
+    echo "sanity.sh: antsibull-changelog lint (every fragment well-formed)"
+    (cd "$ROOT" && antsibull-changelog lint)
+    echo "sanity.sh: antsibull-docs lint-collection-docs --plugin-docs (docs/docsite, module and role docs)"
+    (cd "$ROOT/.venv/collections/ansible_collections/kueueops/aks" \
+        && ANSIBLE_COLLECTIONS_PATH="$ROOT/.venv/collections" antsibull-docs lint-collection-docs --plugin-docs .)
 }
 
 case "$WHAT" in

@@ -156,7 +156,7 @@ main() {
   local v kueue_bins="" kueue_charts=""
   for v in $KUEUE_VERSIONS; do
     kueue_bins+="$v=$TC/kueue-$v/bin/kueue "
-    kueue_charts+="$v=$(ls "$TC/kueue-$v/chart/"*.tgz 2>/dev/null | head -1) "
+    kueue_charts+="$v=$(ls "$TC/kueue-$v/chart/"*.tgz 2>/dev/null | head -1 || true) "
   done
   cat <<ENV
 export KUEUEOPS_ETCD='$etcd'

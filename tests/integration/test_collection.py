@@ -57,3 +57,40 @@ def test_module_defaults_for_the_action_group(cluster):
     assert result.result("Status")["checks"]
     without = run_playbook([dict(play[0], module_defaults={})], env=env)
     assert without.rc != 0 and "kubeconfig" in " ".join(without.failure_messages())
+
+
+def test_execution_environment_build_context(tmp_path):
+    """`ansible-builder create` on execution-environment.yml gives a context whose galaxy stage
+    installs our tarball, whose introspection yields our Python and system requirements, and
+    which carries the pinned helm. No image is built (no container engine here): the stages
+    that can run without one are run exactly as the Containerfile does."""
+    out = tmp_path / "ee"
+    run = subprocess.run(["bash", os.path.join(REPO, "hack", "ee-context.sh")], capture_output=True, text=True,
+                         env=dict(os.environ, EE_OUT=str(out)))
+    assert run.returncode == 0, run.stdout + run.stderr
+    context = out / "context"
+    containerfile = (context / "Containerfile").read_text()
+    assert "COPY _build/helm/helm /usr/local/bin/helm" in containerfile
+    assert "ansible-galaxy collection install" in containerfile and "-r requirements.yml" in containerfile
+    # The galaxy stage: WORKDIR /build (= _build), install -r requirements.yml.
+    coll = tmp_path / "collections"
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(coll))
+    install = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "-r", "requirements.yml",
+                              "--collections-path", str(coll)], cwd=str(context / "_build"),
+                             capture_output=True, text=True, env=env)
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert (coll / "ansible_collections" / "kueueops" / "aks" / "meta" / "execution-environment.yml").is_file()
+    # The builder stage: introspect the installed collections for pip and bindep requirements.
+    intro = subprocess.run([sys.executable, str(context / "_build" / "scripts" / "introspect.py"), "introspect",
+                            str(coll)], capture_output=True, text=True)
+    assert intro.returncode == 0, intro.stderr
+    wanted = [line.split("#")[0].strip() for line in open(os.path.join(REPO, "requirements.txt"))
+              if line.strip() and not line.startswith("#") and not line.lower().startswith("pyyaml")]
+    for requirement in wanted:
+        assert requirement in intro.stdout, (requirement, intro.stdout)
+    assert "ca-certificates" in intro.stdout  # bindep.txt
+    helm = subprocess.run([str(context / "_build" / "helm" / "helm"), "version", "--short"],
+                          capture_output=True, text=True)
+    versions = open(os.path.join(REPO, "hack", "versions.env")).read()
+    assert helm.returncode == 0 and helm.stdout.startswith(
+        [v.split("=")[1] for v in versions.splitlines() if v.startswith("HELM_V3_VERSION=")][0])
