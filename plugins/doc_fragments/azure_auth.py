@@ -77,6 +77,8 @@ options:
       - For a custom endpoint the token scope is C(<endpoint>/.default) and the
         Microsoft Entra authority is read from the azure-identity environment
         variable E(AZURE_AUTHORITY_HOST) (default V(https://login.microsoftonline.com)).
+        An authority that is not one of the public clouds' is used without Microsoft
+        Entra instance discovery (it would not be in Microsoft's list).
       - Can also be set via the E(AZURE_CLOUD_ENVIRONMENT) environment variable.
     type: str
     default: AzureCloud
@@ -93,4 +95,18 @@ seealso:
   - name: Microsoft Entra Workload ID on AKS
     description: The federated token that O(auth_source=workload_identity) uses.
     link: https://learn.microsoft.com/azure/aks/workload-identity-overview
+"""
+
+    # Options of how to reach Azure; extends_documentation_fragment: kueueops.aks.azure_auth.connection
+    CONNECTION = r"""
+options:
+  ca_bundle:
+    description:
+      - Path of a PEM file with the CA certificates to trust for HTTPS to Azure Resource
+        Manager and to the Microsoft Entra authority, instead of the system's (for a
+        private CA in front of a sovereign or Azure Stack Hub endpoint, a TLS-inspecting
+        proxy, or a test emulator). Passed to azure-identity and the Azure SDK clients as
+        C(connection_verify).
+      - Can also be set via the E(AZURE_CA_BUNDLE) environment variable.
+    type: path
 """

@@ -52,6 +52,12 @@ AZURE_AUTH_ARGSPEC = dict(
     cloud_environment=dict(type='str', default='AzureCloud', fallback=(env_fallback, ['AZURE_CLOUD_ENVIRONMENT'])),
 )
 
+# How to reach the endpoints (doc fragment kueueops.aks.azure_auth.connection); kept apart
+# from AZURE_AUTH_ARGSPEC, which mirrors azure.azcollection's authentication options.
+AZURE_CONNECTION_ARGSPEC = dict(
+    ca_bundle=dict(type='path', fallback=(env_fallback, ['AZURE_CA_BUNDLE'])),
+)
+
 PUBLIC_AUTHORITY = 'https://login.microsoftonline.com'
 
 # name -> (resource_manager_url, authority_host)
@@ -67,11 +73,12 @@ DEFAULT_CREDENTIAL_FILE = '~/.azure/credentials'
 class AzureSession:
     """A credential plus what an ARM client needs to use it."""
 
-    def __init__(self, credential, subscription_id, cloud, source):
+    def __init__(self, credential, subscription_id, cloud, source, ca_bundle=None):
         self.credential = credential
         self.subscription_id = subscription_id
         self.cloud_name, self.resource_manager_url, self.authority_host, self.credential_scope = cloud
         self.source = source
+        self.ca_bundle = ca_bundle
 
     @property
     def base_url(self):
@@ -82,8 +89,12 @@ class AzureSession:
         return [self.credential_scope]
 
     def client_kwargs(self):
-        """Keyword arguments for an ARM SDK client: ``base_url`` and ``credential_scopes``."""
-        return dict(base_url=self.base_url, credential_scopes=self.credential_scopes)
+        """Keyword arguments for an ARM SDK client: ``base_url`` and ``credential_scopes``,
+        and ``connection_verify`` when a CA bundle is configured."""
+        kwargs = dict(base_url=self.base_url, credential_scopes=self.credential_scopes)
+        if self.ca_bundle:
+            kwargs['connection_verify'] = self.ca_bundle
+        return kwargs
 
 
 def resolve_cloud(cloud_environment, environ=None):
@@ -146,17 +157,32 @@ def cli_default_subscription(environ=None):
     return None
 
 
-def _service_principal(client_id, secret, tenant, authority, origin):
+def _http_kwargs(authority, ca_bundle):
+    """Keyword arguments for the azure-identity credentials that talk HTTP to an authority.
+
+    A custom authority (not one of the public clouds) is not in Microsoft's instance
+    discovery list, so MSAL must not validate it there (``disable_instance_discovery``).
+    """
+    kwargs = {}
+    if ca_bundle:
+        kwargs['connection_verify'] = ca_bundle
+    if authority and authority.rstrip('/') not in set(cloud[1] for cloud in CLOUDS.values()):
+        kwargs['disable_instance_discovery'] = True
+    return kwargs
+
+
+def _service_principal(client_id, secret, tenant, authority, origin, **kwargs):
     missing = [name for name, value in (('client_id', client_id), ('secret', secret), ('tenant', tenant)) if not value]
     if missing:
         raise KueueOpsError('a service principal needs client_id, secret and tenant; missing %s (%s)'
                             % (', '.join(missing), origin), field=missing[0],
                             fix='set %s (or AZURE_%s), or choose another auth_source'
                                 % (missing[0], missing[0].upper()))
-    return ClientSecretCredential(tenant_id=tenant, client_id=client_id, client_secret=secret, authority=authority)
+    return ClientSecretCredential(tenant_id=tenant, client_id=client_id, client_secret=secret, authority=authority,
+                                  **kwargs)
 
 
-def _workload_identity(client_id, tenant, authority, environ):
+def _workload_identity(client_id, tenant, authority, environ, **kwargs):
     client_id = client_id or environ.get('AZURE_CLIENT_ID')
     tenant = tenant or environ.get('AZURE_TENANT_ID')
     token_file = environ.get('AZURE_FEDERATED_TOKEN_FILE')
@@ -167,60 +193,66 @@ def _workload_identity(client_id, tenant, authority, environ):
                             fix='run in a pod with the azure.workload.identity/use label, or set client_id, tenant '
                                 'and AZURE_FEDERATED_TOKEN_FILE')
     return WorkloadIdentityCredential(tenant_id=tenant, client_id=client_id, token_file_path=token_file,
-                                      authority=authority)
+                                      authority=authority, **kwargs)
 
 
-def _env_credential(authority, environ):
+def _env_credential(authority, environ, **kwargs):
     client_id = environ.get('AZURE_CLIENT_ID')
     if client_id and environ.get('AZURE_SECRET') and environ.get('AZURE_TENANT'):
         return ClientSecretCredential(tenant_id=environ['AZURE_TENANT'], client_id=client_id,
-                                      client_secret=environ['AZURE_SECRET'], authority=authority)
+                                      client_secret=environ['AZURE_SECRET'], authority=authority, **kwargs)
     identity_ready = client_id and environ.get('AZURE_TENANT_ID') and (
         environ.get('AZURE_CLIENT_SECRET') or environ.get('AZURE_CLIENT_CERTIFICATE_PATH'))
     if not identity_ready:
         raise KueueOpsError('the environment holds no service principal', field='auth_source',
                             fix='export AZURE_CLIENT_ID, AZURE_SECRET and AZURE_TENANT (or AZURE_CLIENT_ID, '
                                 'AZURE_CLIENT_SECRET and AZURE_TENANT_ID), or choose another auth_source')
-    return EnvironmentCredential(authority=authority)
+    return EnvironmentCredential(authority=authority, **kwargs)
 
 
 def select_credential(params, authority, environ, credential_file=None):
     """Return ``(credential, source, profile_values)`` for ``params['auth_source']``."""
     source = params.get('auth_source') or 'auto'
     client_id, secret, tenant = params.get('client_id'), params.get('secret'), params.get('tenant')
+    http = _http_kwargs(authority, params.get('ca_bundle'))
 
     if source == 'cli':
         return AzureCliCredential(tenant_id=tenant) if tenant else AzureCliCredential(), 'cli', {}
     if source == 'env':
-        return _env_credential(authority, environ), 'env', {}
+        return _env_credential(authority, environ, **http), 'env', {}
     if source == 'msi':
-        return ManagedIdentityCredential(client_id=client_id) if client_id else ManagedIdentityCredential(), 'msi', {}
+        msi = dict(connection_verify=http['connection_verify']) if 'connection_verify' in http else {}
+        if client_id:
+            msi['client_id'] = client_id
+        return ManagedIdentityCredential(**msi), 'msi', {}
     if source == 'workload_identity':
-        return _workload_identity(client_id, tenant, authority, environ), 'workload_identity', {}
+        return _workload_identity(client_id, tenant, authority, environ, **http), 'workload_identity', {}
     if source == 'credential_file':
         values = read_credential_file(params.get('profile'), credential_file)
         if values.get('ad_user') and not values.get('client_id'):
             raise KueueOpsError('user/password (ad_user) authentication is not supported', field='profile',
                                 fix='store a service principal (client_id, secret, tenant) in the profile')
         return (_service_principal(values.get('client_id'), values.get('secret'), values.get('tenant'), authority,
-                                   'credential file profile %s' % (params.get('profile') or 'default')),
+                                   'credential file profile %s' % (params.get('profile') or 'default'), **http),
                 'credential_file', values)
     if source != 'auto':
         raise KueueOpsError('unknown auth_source %r' % source, field='auth_source', fix='use one of ' + ', '.join(AUTH_SOURCES))
 
     # auto: explicit service principal, workload identity, credential file, then DefaultAzureCredential.
     if secret:
-        return _service_principal(client_id, secret, tenant, authority, 'auth_source=auto'), 'service_principal', {}
+        return (_service_principal(client_id, secret, tenant, authority, 'auth_source=auto', **http),
+                'service_principal', {})
     if environ.get('AZURE_FEDERATED_TOKEN_FILE'):
-        return _workload_identity(client_id, tenant, authority, environ), 'workload_identity', {}
+        return _workload_identity(client_id, tenant, authority, environ, **http), 'workload_identity', {}
     path = os.path.expanduser(credential_file or DEFAULT_CREDENTIAL_FILE)
     if os.path.isfile(path):
         values = read_credential_file(params.get('profile'), path)
         if values.get('client_id') and values.get('secret'):
             return (_service_principal(values.get('client_id'), values.get('secret'), values.get('tenant'), authority,
-                                       'credential file profile %s' % (params.get('profile') or 'default')),
+                                       'credential file profile %s' % (params.get('profile') or 'default'), **http),
                     'credential_file', values)
     kwargs = dict(exclude_interactive_browser_credential=True, authority=authority)
+    kwargs.update(http)
     if client_id:
         kwargs.update(managed_identity_client_id=client_id, workload_identity_client_id=client_id)
     if tenant:
@@ -235,6 +267,14 @@ def build_credential(params, environ=None, credential_file=None):
     """
     environ = os.environ if environ is None else environ
     cloud = resolve_cloud(params.get('cloud_environment'), environ)
+    ca_bundle = params.get('ca_bundle')
+    if ca_bundle:
+        ca_bundle = os.path.expanduser(ca_bundle)
+        if not os.path.isfile(ca_bundle):
+            raise KueueOpsError('CA bundle %s does not exist' % ca_bundle, field='ca_bundle',
+                                fix='give the path of a PEM file with the CA certificates to trust (or unset '
+                                    'AZURE_CA_BUNDLE)')
+        params = dict(params, ca_bundle=ca_bundle)
     credential, source, profile_values = select_credential(params, cloud[2], environ, credential_file)
     subscription_id = params.get('subscription_id') or profile_values.get('subscription_id')
     if not subscription_id and source == 'cli':
@@ -242,7 +282,7 @@ def build_credential(params, environ=None, credential_file=None):
     if not subscription_id:
         raise KueueOpsError('no Azure subscription id', field='subscription_id',
                             fix='set subscription_id or the AZURE_SUBSCRIPTION_ID environment variable')
-    return AzureSession(credential, subscription_id, cloud, source)
+    return AzureSession(credential, subscription_id, cloud, source, ca_bundle=ca_bundle)
 
 
 def require_azure_identity(module):

@@ -1,0 +1,377 @@
+"""Pure logic of the managed Kueue extension (module_utils/extension.py) and the Azure connection options."""
+
+import os
+import stat
+
+import pytest
+import yaml
+
+from azure.core.exceptions import (
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceNotFoundError,
+    ServiceRequestError,
+)
+from azure.identity import ClientSecretCredential
+
+from ansible_collections.kueueops.aks.plugins.doc_fragments import azure_auth as azure_doc
+from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
+from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
+    AZURE_AUTH_ARGSPEC,
+    AZURE_CONNECTION_ARGSPEC,
+    build_credential,
+)
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+
+SUB = '00000000-0000-0000-0000-000000000001'
+TENANT = '00000000-0000-0000-0000-0000000000aa'
+
+
+def params(**kw):
+    base = dict(name='kueue', extension_type='microsoft.kueue', release_train='preview', version=None,
+                auto_upgrade_mode=None, release_namespace='kueue-system', configuration_settings=None,
+                configuration_protected_settings=None, update_protected_settings='on_create')
+    base.update(kw)
+    return base
+
+
+def arm(props=None, name='kueue', **extra):
+    """An extension as ARM returns it for the default options."""
+    base = {'extensionType': 'microsoft.kueue', 'releaseTrain': 'Preview', 'autoUpgradeMinorVersion': True,
+            'scope': {'cluster': {'releaseNamespace': 'kueue-system'}}, 'currentVersion': '0.14.2',
+            'provisioningState': 'Succeeded', 'extensionState': 'Available', 'configurationSettings': {}}
+    base.update(props or {})
+    ext = {'id': '/subscriptions/%s/.../extensions/%s' % (SUB, name), 'name': name, 'properties': base}
+    ext.update(extra)
+    return ext
+
+
+def cluster(version='1.34.2', sku='Base', nap=None, power='Running', location='westeurope'):
+    props = {'kubernetesVersion': version, 'currentKubernetesVersion': version, 'powerState': {'code': power}}
+    if nap:
+        props['nodeProvisioningProfile'] = {'mode': nap}
+    return {'location': location, 'sku': {'name': sku, 'tier': 'Standard'}, 'properties': props}
+
+
+# ---- inputs -----------------------------------------------------------------
+
+def test_settings_are_strings():
+    assert x.normalize_settings({'a': True, 'b': False, 'c': 3, 'd': 'x', 'e': 1.5}, 'f') == {
+        'a': 'true', 'b': 'false', 'c': '3', 'd': 'x', 'e': '1.5'}
+    assert x.normalize_settings(None, 'f') is None
+    with pytest.raises(KueueOpsError) as info:
+        x.normalize_settings({'a': [1]}, 'configuration_settings')
+    assert info.value.field == 'configuration_settings' and 'a must be' in info.value.message()
+
+
+@pytest.mark.parametrize('kw,field', [
+    (dict(name='Kueue_1'), 'name'),
+    (dict(release_namespace='Kueue System'), 'release_namespace'),
+    (dict(version='latest'), 'version'),
+    (dict(auto_upgrade_mode='none'), 'auto_upgrade_mode'),
+    (dict(release_train=' '), 'release_train'),
+    (dict(configuration_settings={'k': 'a'}, configuration_protected_settings={'k': 'b'}),
+     'configuration_protected_settings'),
+])
+def test_validate_params_names_the_field(kw, field):
+    with pytest.raises(KueueOpsError) as info:
+        x.validate_params(params(**kw))
+    assert info.value.field == field and 'Fix:' in info.value.message()
+
+
+def test_validate_params_accepts_defaults_and_pins():
+    x.validate_params(params())
+    x.validate_params(params(name='aks-kueue', version='v0.14.2', auto_upgrade_mode='none'))
+    x.validate_params(params(version='0.15.0-rc.1', auto_upgrade_mode='patch'))
+
+
+def test_upgrade_properties_follow_train_or_pin():
+    assert x.upgrade_properties(params()) == {'releaseTrain': 'preview', 'autoUpgradeMinorVersion': True}
+    assert x.upgrade_properties(params(auto_upgrade_mode='patch')) == {
+        'releaseTrain': 'preview', 'autoUpgradeMinorVersion': True, 'autoUpgradeMode': 'patch'}
+    # A pinned version requires autoUpgradeMinorVersion=false; mode defaults to none.
+    assert x.upgrade_properties(params(version='v0.14.2')) == {
+        'releaseTrain': 'preview', 'autoUpgradeMinorVersion': False, 'version': '0.14.2', 'autoUpgradeMode': 'none'}
+    assert x.upgrade_properties(params(version='0.14.2', auto_upgrade_mode='compatible'))['autoUpgradeMinorVersion'] is False
+
+
+def test_desired_properties_put_body():
+    props = x.desired_properties(params(configuration_settings={'a': True},
+                                        configuration_protected_settings={'token': 's3cret'}))
+    assert props == {'extensionType': 'microsoft.kueue', 'scope': {'cluster': {'releaseNamespace': 'kueue-system'}},
+                     'releaseTrain': 'preview', 'autoUpgradeMinorVersion': True,
+                     'configurationSettings': {'a': 'true'}, 'configurationProtectedSettings': {'token': 's3cret'}}
+    assert 'configurationProtectedSettings' not in x.desired_properties(
+        params(configuration_protected_settings={'token': 's'}), with_protected=False)
+
+
+# ---- comparison -------------------------------------------------------------
+
+def test_matching_extension_has_no_changes():
+    assert x.compare(params(), arm()) == ([], [])
+    # release train case and an unset configuration_settings option are not differences
+    assert x.compare(params(), arm({'configurationSettings': {'x': 'y'}})) == ([], [])
+    pinned = arm({'autoUpgradeMinorVersion': False, 'version': '0.14.2', 'autoUpgradeMode': 'none'})
+    assert x.compare(params(version='v0.14.2'), pinned) == ([], [])
+
+
+def test_settings_changes_and_removals():
+    changes, _ = x.compare(params(configuration_settings={'a': 1}), arm({'configurationSettings': {'a': '2', 'b': 'x'}}))
+    assert changes == ['configuration_settings']
+    body = x.patch_body(params(configuration_settings={'a': 1}), arm({'configurationSettings': {'a': '2', 'b': 'x'}}),
+                        changes)
+    assert body == {'properties': {'configurationSettings': {'a': '1', 'b': None}}}
+    assert x.compare(params(configuration_settings={}), arm({'configurationSettings': {}})) == ([], [])
+
+
+def test_version_pin_unpin_and_mode():
+    changes, _ = x.compare(params(version='0.15.0'), arm({'autoUpgradeMinorVersion': False, 'version': '0.14.2',
+                                                          'autoUpgradeMode': 'none'}))
+    assert changes == ['version']
+    changes, _ = x.compare(params(version='0.14.2'), arm())  # following the train -> pin
+    assert 'version' not in changes and 'auto_upgrade_mode' in changes
+    body = x.patch_body(params(version='0.14.2'), arm(), changes)
+    assert body['properties'] == {'releaseTrain': 'preview', 'autoUpgradeMinorVersion': False, 'version': '0.14.2',
+                                  'autoUpgradeMode': 'none'}
+    pinned = arm({'autoUpgradeMinorVersion': False, 'version': '0.14.2', 'autoUpgradeMode': 'none'})
+    changes, _ = x.compare(params(), pinned)  # unpin
+    assert changes == ['version']
+    assert x.patch_body(params(), pinned, changes)['properties'] == {
+        'releaseTrain': 'preview', 'autoUpgradeMinorVersion': True, 'version': None}
+    assert x.compare(params(auto_upgrade_mode='compatible'), arm())[0] == []  # ARM's documented default
+    assert x.compare(params(auto_upgrade_mode='patch'), arm())[0] == ['auto_upgrade_mode']
+    assert x.compare(params(release_train='stable'), arm())[0] == ['release_train']
+
+
+def test_immutable_fields():
+    _, immutable = x.compare(params(release_namespace='other', extension_type='microsoft.other'), arm())
+    assert immutable == ['extension_type', 'release_namespace']
+
+
+def test_protected_settings_policy():
+    secret = params(configuration_protected_settings={'token': 's3cret'})
+    # on_create: values cannot be read back; an existing extension is not changed for them...
+    assert x.compare(secret, arm()) == ([], [])
+    # ... unless ARM reports a different set of names
+    assert x.compare(secret, arm({'configurationProtectedSettings': {'other': ''}}))[0] == [
+        'configuration_protected_settings']
+    assert x.compare(secret, arm({'configurationProtectedSettings': {'token': ''}}))[0] == []
+    # always: sent on every run
+    always = params(configuration_protected_settings={'token': 's3cret'}, update_protected_settings='always')
+    changes, _ = x.compare(always, arm())
+    assert changes == ['configuration_protected_settings']
+    assert x.patch_body(always, arm(), changes) == {'properties': {'configurationProtectedSettings': {'token': 's3cret'}}}
+
+
+def test_states():
+    assert x.is_ready(arm())
+    assert x.is_ready(arm({'extensionState': None}))
+    assert not x.is_ready(arm({'extensionState': 'Pending'}))
+    assert not x.is_ready(arm({'provisioningState': 'Creating'}))
+    assert x.is_busy(arm({'provisioningState': 'Updating'})) and not x.is_busy(arm())
+    assert x.is_failed(arm({'provisioningState': 'Canceled'})) and not x.is_busy(arm({'provisioningState': 'Failed'}))
+
+
+# ---- output -------------------------------------------------------------------
+
+def test_redaction_and_diff_never_hold_secret_values():
+    ext = arm({'configurationProtectedSettings': {'token': 's3cret'}})
+    red = x.redact_extension(ext)
+    assert red['properties']['configurationProtectedSettings'] == {'token': x.REDACTED}
+    assert ext['properties']['configurationProtectedSettings'] == {'token': 's3cret'}  # a copy
+    assert 's3cret' not in repr(x.diff_view(extension=ext))
+    view = x.diff_view(params=params(configuration_protected_settings={'token': 's3cret'}, configuration_settings={'a': 1}))
+    assert 's3cret' not in repr(view) and view['configuration_protected_settings'] == {'token': x.REDACTED}
+    assert view['configuration_settings'] == {'a': '1'} and view['release_namespace'] == 'kueue-system'
+    assert x.diff_view(extension=arm())['release_train'] == 'Preview'
+    assert x.redact_extension(None) is None
+
+
+def test_failure_message_has_error_info_and_statuses():
+    ext = arm({'provisioningState': 'Failed', 'errorInfo': {
+        'code': 'ExtensionOperationFailed', 'message': 'helm install failed',
+        'details': [{'code': 'HelmError', 'message': 'timed out waiting for the condition'}]},
+        'statuses': [{'code': 'InstallationFailed', 'level': 'Error', 'message': 'pods not ready'}]})
+    text = x.failure_message(ext)
+    assert text == ('ExtensionOperationFailed: helm install failed; HelmError: timed out waiting for the condition; '
+                    '[Error] pods not ready')
+    assert x.failure_message(arm()) == 'no errorInfo or statuses reported'
+
+
+# ---- preflight ------------------------------------------------------------------
+
+def test_preflight_passes_a_supported_cluster():
+    failures, warnings, facts = x.preflight_cluster(cluster(), 'preview')
+    assert failures == []
+    assert facts == {'kubernetes_version': '1.34.2', 'sku': 'Base', 'node_provisioning_mode': None,
+                     'location': 'westeurope'}
+    assert len(warnings) == 1 and 'westeurope' in warnings[0] and 'preview' in warnings[0]
+    assert x.preflight_cluster(cluster(), 'stable')[1] == []
+    assert x.preflight_cluster(cluster(version='1.35.0', nap='Manual'), 'stable')[0] == []
+
+
+@pytest.mark.parametrize('kw,needle', [
+    (dict(version='1.33.5'), '1.33.5'),
+    (dict(version='1.9.0'), 'needs 1.34'),
+    (dict(sku='Automatic'), 'AKS Automatic'),
+    (dict(nap='Auto'), 'node auto-provisioning'),
+    (dict(power='Stopped'), 'stopped'),
+])
+def test_preflight_failures_have_reason_and_fix(kw, needle):
+    failures, _, _ = x.preflight_cluster(cluster(**kw))
+    assert len(failures) == 1
+    assert needle in failures[0].message() and 'Fix:' in failures[0].message()
+    assert failures[0].field == 'cluster_name'
+
+
+def test_preflight_reports_every_failure_and_prefers_current_version():
+    failures, _, _ = x.preflight_cluster(cluster(version='1.32.0', sku='Automatic', nap='Auto'))
+    assert len(failures) == 3
+    mixed = cluster()
+    mixed['properties']['kubernetesVersion'] = '1.34'
+    mixed['properties']['currentKubernetesVersion'] = '1.33.9'  # mid-upgrade: what runs counts
+    assert x.kubernetes_version(mixed) == '1.33.9' and x.preflight_cluster(mixed)[0]
+    assert x.parse_minor('v1.34.1') == (1, 34) and x.parse_minor(None) is None
+    _, warnings, _ = x.preflight_cluster({'properties': {}})
+    assert any('no Kubernetes version' in w for w in warnings)
+
+
+def test_unmanaged_kueue_detection():
+    managers = [('kueue-system', 'kueue-controller-manager'), ('batch', 'kueue-controller-manager')]
+    assert x.unmanaged_kueue(managers, ['kueue-system']) == ['batch/kueue-controller-manager']
+    assert x.unmanaged_kueue(managers[:1], ['kueue-system']) == []
+    assert x.unmanaged_kueue(managers[:1], []) == ['kueue-system/kueue-controller-manager']
+    err = x.unmanaged_kueue_error(['batch/kueue-controller-manager'])
+    assert 'playbooks/migrate.yml' in err.message() and 'batch/kueue-controller-manager' in err.message()
+
+
+# ---- errors ---------------------------------------------------------------------
+
+class FakeResponse:
+    def __init__(self, status, body, reason='Error'):
+        import json
+        self.status_code = status
+        self.reason = reason
+        self.headers = {'content-type': 'application/json'}
+        self._body = json.dumps(body).encode()
+        self.content_type = 'application/json'
+        self.request = None
+
+    def text(self, encoding=None):
+        return self._body.decode()
+
+    def body(self):
+        return self._body
+
+
+def http_error(cls, status, code, message):
+    return cls(response=FakeResponse(status, {'error': {'code': code, 'message': message}}))
+
+
+@pytest.mark.parametrize('code,field', [
+    ('ResourceGroupNotFound', 'resource_group'),
+    ('ResourceNotFound', 'cluster_name'),
+])
+def test_not_found_names_the_option(code, field):
+    err = x.describe_azure_error(http_error(ResourceNotFoundError, 404, code, 'not found'), 'reading managed cluster aks')
+    assert err.field == field and code in err.message() and 'reading managed cluster aks' in err.message()
+
+
+def test_http_errors():
+    err = x.describe_azure_error(http_error(HttpResponseError, 403, 'AuthorizationFailed', 'no access'), 'x')
+    assert err.field == 'client_id' and 'AuthorizationFailed' in err.message()
+    err = x.describe_azure_error(http_error(HttpResponseError, 429, 'TooManyRequests', 'slow down'), 'x')
+    assert 'after retries' in err.message()
+    err = x.describe_azure_error(http_error(HttpResponseError, 400, 'InvalidVersion', 'no such version'), 'x')
+    assert 'InvalidVersion' in err.message()
+
+
+def test_auth_errors_name_the_field_and_hide_the_secret():
+    exc = ClientAuthenticationError(message='ClientSecretCredential.get_token failed: AADSTS7000215: Invalid client '
+                                            'secret provided for app; secret was hunter2-secret')
+    err = x.describe_azure_error(exc, 'reading managed cluster aks', {'secret': 'hunter2-secret'},
+                                 secrets=['hunter2-secret'])
+    assert err.field == 'secret' and 'hunter2-secret' not in err.message() and 'AADSTS7000215' in err.message()
+    err = x.describe_azure_error(ClientAuthenticationError(message='AADSTS700016: Application not found'), 'x')
+    assert err.field == 'client_id'
+    err = x.describe_azure_error(ClientAuthenticationError(message='AADSTS90002: Tenant not found'), 'x')
+    assert err.field == 'tenant'
+    err = x.describe_azure_error(ClientAuthenticationError(message='invalid_client'), 'x', {'secret': 's'})
+    assert err.field == 'secret'
+    err = x.describe_azure_error(ClientAuthenticationError(message='something else'), 'x')
+    assert err.field == 'auth_source'
+
+
+def test_connection_errors():
+    err = x.describe_azure_error(ServiceRequestError('[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed'), 'x')
+    assert err.field == 'ca_bundle'
+    err = x.describe_azure_error(ServiceRequestError('Connection refused'), 'x')
+    assert err.field == 'cloud_environment'
+    err = x.describe_azure_error(ValueError('odd'), 'x')
+    assert 'ValueError' in err.message()
+
+
+# ---- files ----------------------------------------------------------------------
+
+def test_private_file_is_0600_and_atomic(tmp_path):
+    old = os.umask(0)
+    try:
+        path = str(tmp_path / 'kubeconfig')
+        assert not x.file_matches(path, b'a')
+        x.write_private_file(path, b'apiVersion: v1\n')
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert x.file_matches(path, b'apiVersion: v1\n') and not x.file_matches(path, b'other')
+        os.chmod(path, 0o644)
+        assert not x.file_matches(path, b'apiVersion: v1\n')
+        x.write_private_file(path, b'new')
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and open(path, 'rb').read() == b'new'
+        assert sorted(os.listdir(str(tmp_path))) == ['kubeconfig']
+    finally:
+        os.umask(old)
+    with pytest.raises(KueueOpsError) as info:
+        x.write_private_file(str(tmp_path / 'missing' / 'kc'), b'x')
+    assert info.value.field == 'kubeconfig_dest'
+
+
+# ---- Azure connection options (azure_auth additions) ------------------------------
+
+def test_connection_fragment_matches_argspec():
+    options = yaml.safe_load(azure_doc.ModuleDocFragment.CONNECTION)['options']
+    assert set(options) == set(AZURE_CONNECTION_ARGSPEC) == {'ca_bundle'}
+    assert options['ca_bundle']['type'] == AZURE_CONNECTION_ARGSPEC['ca_bundle']['type'] == 'path'
+    assert 'AZURE_CA_BUNDLE' in ' '.join(options['ca_bundle']['description'])
+    assert AZURE_CONNECTION_ARGSPEC['ca_bundle']['fallback'][1] == ['AZURE_CA_BUNDLE']
+
+
+def auth_params(**kw):
+    base = dict((name, spec.get('default')) for name, spec in AZURE_AUTH_ARGSPEC.items())
+    base.update(client_id='app', secret='pw', tenant=TENANT, subscription_id=SUB)
+    base.update(kw)
+    return base
+
+
+def test_custom_cloud_with_ca_bundle(tmp_path):
+    ca = tmp_path / 'ca.pem'
+    ca.write_text('-----BEGIN CERTIFICATE-----\n')
+    session = build_credential(auth_params(cloud_environment='https://127.0.0.1:8443', ca_bundle=str(ca)),
+                               environ={'AZURE_AUTHORITY_HOST': 'https://127.0.0.1:8443'})
+    assert session.client_kwargs() == {'base_url': 'https://127.0.0.1:8443/',
+                                       'credential_scopes': ['https://127.0.0.1:8443/.default'],
+                                       'connection_verify': str(ca)}
+    cred = session.credential
+    assert isinstance(cred, ClientSecretCredential)
+    assert cred._client._pipeline._transport.connection_config.verify == str(ca)
+    # A custom authority is not in Microsoft's instance discovery list.
+    assert cred._instance_discovery is False
+
+
+def test_public_cloud_keeps_instance_discovery_and_system_ca():
+    session = build_credential(auth_params(), environ={})
+    assert 'connection_verify' not in session.client_kwargs()
+    assert session.credential._instance_discovery is not False
+
+
+def test_missing_ca_bundle_names_the_option(tmp_path):
+    with pytest.raises(KueueOpsError) as info:
+        build_credential(auth_params(ca_bundle=str(tmp_path / 'none.pem')), environ={})
+    assert info.value.field == 'ca_bundle'
