@@ -48,7 +48,8 @@ MIGRATE = 'playbooks/migrate.yml'
 
 SUCCEEDED = 'succeeded'
 FAILED_STATES = ('failed', 'canceled')
-HEALTHY_EXTENSION_STATES = ('available',)
+# The AKS documentation's value, and the REST spec example's (GetExtensionWithExtensionState.json).
+HEALTHY_EXTENSION_STATES = ('available', 'ready')
 # Kueue manager Deployments: the chart's name, and the chart's labels for a renamed release.
 KUEUE_MANAGER_NAME = 'kueue-controller-manager'
 KUEUE_MANAGER_LABELS = 'app.kubernetes.io/name=kueue,control-plane=controller-manager'
@@ -229,8 +230,8 @@ def compare(params, current):
 def patch_body(params, current, changes):
     """The PATCH body (``{"properties": {...}}``) for the ``changes`` found by ``compare``.
 
-    ``configurationSettings`` is a JSON merge patch: keys that the extension has and the
-    options do not are sent as null, which removes them.
+    ``configurationSettings`` is sent whole (the desired map, which replaces the extension's); a
+    null for a removed key is not sent, since the API types the map's values as strings.
     """
     desired = desired_properties(params)
     props = {}
@@ -241,11 +242,7 @@ def patch_body(params, current, changes):
         if 'version' not in desired and _props(current).get('version'):
             props['version'] = None
     if 'configuration_settings' in changes:
-        settings = dict(desired['configurationSettings'])
-        for key in _props(current).get('configurationSettings') or {}:
-            if key not in settings:
-                settings[key] = None
-        props['configurationSettings'] = settings
+        props['configurationSettings'] = dict(desired['configurationSettings'])
     if 'configuration_protected_settings' in changes:
         props['configurationProtectedSettings'] = desired.get('configurationProtectedSettings') or {}
     return {'properties': props}
@@ -256,7 +253,7 @@ def is_failed(extension):
 
 
 def is_ready(extension):
-    """provisioningState Succeeded and, when ARM reports it, extensionState Available."""
+    """provisioningState Succeeded and, when ARM reports it, extensionState Available (or Ready)."""
     props = _props(extension)
     if _lower(props.get('provisioningState')) != SUCCEEDED:
         return False
@@ -398,6 +395,23 @@ def unmanaged_kueue(managers, extension_namespaces):
     """
     extension_namespaces = set(extension_namespaces)
     return sorted(set('%s/%s' % (ns, name) for ns, name in managers if ns not in extension_namespaces))
+
+
+def explicit_kube_options(kubeconfig, host, kubeconfig_dest=None):
+    """Whether the module's Kubernetes options point at something the preflight can use.
+
+    A ``host``, a kubeconfig dictionary, or the path of an existing kubeconfig that is not the file
+    this module writes (``kubeconfig_dest``, often also set as ``kubeconfig`` for the following tasks
+    through module_defaults). Otherwise the preflight uses the credentials fetched from ARM.
+    """
+    if host or isinstance(kubeconfig, dict):
+        return True
+    if not isinstance(kubeconfig, str) or not kubeconfig:
+        return False
+    path = os.path.abspath(os.path.expanduser(kubeconfig))
+    if not os.path.isfile(path):
+        return False
+    return not kubeconfig_dest or path != os.path.abspath(os.path.expanduser(kubeconfig_dest))
 
 
 def unmanaged_kueue_error(found):

@@ -26,7 +26,8 @@ description:
     be created or changed.
   - B(Waits.) Creation, update and deletion are long-running ARM operations; with O(wait) the module follows the
     operation (honouring C(Retry-After)) and then reads the extension until C(provisioningState) is V(Succeeded)
-    and, when ARM reports it, C(extensionState) is V(Available), up to O(timeout) seconds. V(Failed) or V(Canceled)
+    and, when ARM reports it, C(extensionState) is healthy (V(Available), the AKS documentation's value, or V(Ready),
+    that of the REST specification's example), up to O(timeout) seconds. V(Failed) or V(Canceled)
     fails the task with the extension's C(errorInfo) and C(statuses) messages.
   - B(Retries.) Throttling (429, with C(Retry-After)) and transient errors (408, 500, 502, 503, 504) are retried by
     the Azure SDK's retry policy, at most 5 times per request with exponential back-off (at most 60 seconds apart).
@@ -124,7 +125,7 @@ options:
     default: on_create
   wait:
     description:
-      - Wait until the operation ends, the extension is V(Succeeded) and, when reported, V(Available) (or, with
+      - Wait until the operation ends, the extension is V(Succeeded) and, when reported, V(Available) or V(Ready) (or, with
         O(state=absent), gone). Without it the module returns once ARM accepted the request.
     type: bool
     default: true
@@ -300,7 +301,12 @@ try:
 except ImportError as exc:
     HAS_AZURE_MGMT = False
     AZURE_MGMT_IMPORT_ERROR = exc
-    AzureError = ResourceNotFoundError = KueueOpsError
+
+    class AzureError(Exception):
+        pass
+
+    class ResourceNotFoundError(AzureError):
+        pass
 else:
     HAS_AZURE_MGMT = True
     AZURE_MGMT_IMPORT_ERROR = None
@@ -463,11 +469,7 @@ class KueueExtension:
     def kube_params(self):
         """The module's Kubernetes options when they point at something, else the fetched credentials."""
         p = self.p
-        kubeconfig = p.get('kubeconfig')
-        explicit = p.get('host') or isinstance(kubeconfig, dict) or (
-            isinstance(kubeconfig, str) and os.path.isfile(os.path.expanduser(kubeconfig))
-            and os.path.abspath(os.path.expanduser(kubeconfig)) != os.path.abspath(p.get('kubeconfig_dest') or '/'))
-        if explicit:
+        if x.explicit_kube_options(p.get('kubeconfig'), p.get('host'), p.get('kubeconfig_dest')):
             return dict((key, p.get(key)) for key in KUBE_AUTH_ARGSPEC), 'the Kubernetes options'
         params = dict((key, None) for key in KUBE_AUTH_ARGSPEC)
         params['kubeconfig'] = self.kubeconfig_dict()
@@ -512,7 +514,7 @@ class KueueExtension:
         dest = self.p.get('kubeconfig_dest')
         if not dest:
             return False
-        dest = os.path.abspath(os.path.expanduser(dest))
+        dest = os.path.abspath(dest)
         data = self.kubeconfig_bytes()
         result['kubeconfig_path'] = dest
         if x.file_matches(dest, data):
@@ -556,11 +558,11 @@ class KueueExtension:
             changes, immutable = x.compare(p, current)
             if immutable:
                 props = current.get('properties') or {}
+                have = ', '.join('%s %s' % (field, props.get('extensionType') if field == 'extension_type'
+                                            else x.release_namespace_of(props)) for field in immutable)
                 raise KueueOpsError(
                     'extension %s exists with %s; %s cannot change on an existing extension'
-                    % (p['name'], ', '.join('%s %s' % (field, props.get('extensionType') if field == 'extension_type'
-                                                      else x.release_namespace_of(props)) for field in immutable),
-                       ' and '.join(immutable)), field=immutable[0],
+                    % (p['name'], have, ' and '.join(immutable)), field=immutable[0],
                     fix='use the existing value, or remove the extension first (state=absent; back up with the kueue '
                         'role\'s uninstall_with_backup) and create it again')
             if x.is_failed(current):
@@ -607,7 +609,13 @@ class KueueExtension:
         if not p['wait']:
             return self.get_extension()
         self.follow(poller, what)
-        return self.wait_ready(what)
+        current = self.wait_ready(what)
+        wanted = x.desired_properties(p).get('configurationSettings')
+        kept = sorted(set((current.get('properties') or {}).get('configurationSettings') or {}) - set(wanted or {}))
+        if wanted is not None and kept:
+            self.warnings.append('ARM kept the configuration settings %s that configuration_settings does not list; '
+                                 'remove and re-create the extension to drop them' % ', '.join(kept))
+        return current
 
     def absent(self, current):
         p = self.p

@@ -120,7 +120,7 @@ def test_settings_changes_and_removals():
     assert changes == ['configuration_settings']
     body = x.patch_body(params(configuration_settings={'a': 1}), arm({'configurationSettings': {'a': '2', 'b': 'x'}}),
                         changes)
-    assert body == {'properties': {'configurationSettings': {'a': '1', 'b': None}}}
+    assert body == {'properties': {'configurationSettings': {'a': '1'}}}
     assert x.compare(params(configuration_settings={}), arm({'configurationSettings': {}})) == ([], [])
 
 
@@ -165,7 +165,7 @@ def test_protected_settings_policy():
 
 def test_states():
     assert x.is_ready(arm())
-    assert x.is_ready(arm({'extensionState': None}))
+    assert x.is_ready(arm({'extensionState': None})) and x.is_ready(arm({'extensionState': 'Ready'}))
     assert not x.is_ready(arm({'extensionState': 'Pending'}))
     assert not x.is_ready(arm({'provisioningState': 'Creating'}))
     assert x.is_busy(arm({'provisioningState': 'Updating'})) and not x.is_busy(arm())
@@ -243,6 +243,17 @@ def test_unmanaged_kueue_detection():
     assert x.unmanaged_kueue(managers[:1], []) == ['kueue-system/kueue-controller-manager']
     err = x.unmanaged_kueue_error(['batch/kueue-controller-manager'])
     assert 'playbooks/migrate.yml' in err.message() and 'batch/kueue-controller-manager' in err.message()
+
+
+def test_explicit_kube_options(tmp_path):
+    existing = tmp_path / 'kc'
+    existing.write_text('apiVersion: v1')
+    assert x.explicit_kube_options(None, 'https://127.0.0.1:6443')
+    assert x.explicit_kube_options({'clusters': []}, None)
+    assert x.explicit_kube_options(str(existing), None)
+    assert not x.explicit_kube_options(str(existing), None, kubeconfig_dest=str(existing))
+    assert not x.explicit_kube_options(str(tmp_path / 'missing'), None)
+    assert not x.explicit_kube_options('', None) and not x.explicit_kube_options(None, None)
 
 
 # ---- errors ---------------------------------------------------------------------
