@@ -433,6 +433,10 @@ _AUTH_FIELDS = (
 )
 
 
+_CONNECTION_MARKERS = ('Failed to establish a new connection', 'Connection refused', 'Name or service not known',
+                       'Max retries exceeded', 'timed out', 'Temporary failure in name resolution')
+
+
 def _scrub(text, secrets):
     text = str(text or '')
     for secret in secrets or ():
@@ -464,6 +468,16 @@ def describe_azure_error(exc, what, params=None, secrets=()):
     if isinstance(exc, ClientAuthenticationError) and getattr(exc, 'status_code', None) in (None, 400, 401):
         text = _scrub(getattr(exc, 'message', None) or exc, secrets)
         first = text.strip().splitlines()[0] if text.strip() else 'the credential was rejected'
+        if 'CERTIFICATE_VERIFY_FAILED' in text or 'SSLError' in text:
+            return KueueOpsError('TLS verification of the Microsoft Entra authority failed while %s: %s' % (what, first),
+                                 field='ca_bundle',
+                                 fix='give the CA that signed the authority\'s certificate in ca_bundle (or '
+                                     'AZURE_CA_BUNDLE)')
+        if any(marker in text for marker in _CONNECTION_MARKERS):
+            return KueueOpsError('cannot reach the Microsoft Entra authority while %s: %s' % (what, first),
+                                 field='cloud_environment',
+                                 fix='check cloud_environment and, for a custom endpoint, AZURE_AUTHORITY_HOST; and the '
+                                     'network path and proxy')
         field, fix = 'auth_source', ('check the Azure credentials (client_id, secret and tenant of the service '
                                      'principal, or the identity of auth_source)')
         for code, code_field, code_fix in _AUTH_FIELDS:

@@ -309,6 +309,12 @@ def test_auth_errors_name_the_field_and_hide_the_secret():
     assert err.field == 'tenant'
     err = x.describe_azure_error(ClientAuthenticationError(message='invalid_client'), 'x', {'secret': 's'})
     assert err.field == 'secret'
+    err = x.describe_azure_error(ClientAuthenticationError(message="Authentication failed: HTTPSConnection(host="
+                                                                   "'127.0.0.1', port=1): Failed to establish a new "
+                                                                   "connection: [Errno 111] Connection refused"), 'x')
+    assert err.field == 'cloud_environment'
+    err = x.describe_azure_error(ClientAuthenticationError(message='SSLError: [SSL: CERTIFICATE_VERIFY_FAILED]'), 'x')
+    assert err.field == 'ca_bundle'
     err = x.describe_azure_error(ClientAuthenticationError(message='something else'), 'x')
     assert err.field == 'auth_source'
 
