@@ -169,13 +169,14 @@ class QueueEngine:
                     continue
                 raise
             names = set(r.get('name') for r in (resources or {}).get('resources') or [])
-            for kind, plural in q.PLURALS.items():
-                if plural in names:
+            for kind in q.KUEUE_KINDS:
+                if q.PLURALS[kind] in names:
                     served[kind] = version
         if not served:
             raise KueueOpsError('the cluster does not serve the %s API group (v1beta2 or v1beta1)' % q.GROUP,
                                 field='resources', fix='install Kueue first (kueueops.aks.kueue_helm) and check '
                                                        'that its CRDs are established (kueueops.aks.kueue_verify)')
+        served.update(q.CORE_KINDS)
         self.served = served
         return served
 
@@ -209,8 +210,9 @@ class QueueEngine:
                 return items
 
     def list_live(self, kinds=None):
-        """kind -> {key: live object} for every served kind (or ``kinds``)."""
-        kinds = [k for k in (kinds or q.KIND_ORDER) if k in self.served]
+        """kind -> {key: live object} for every served Kueue kind (or ``kinds``). Secrets are
+        never listed; ``get_secrets`` reads the few a run needs."""
+        kinds = [k for k in (kinds or q.KUEUE_KINDS) if k in self.served and k not in q.CORE_KINDS]
         live = {}
         for kind, items, exc in self._map(self._list, kinds):
             if exc is not None:
@@ -233,9 +235,34 @@ class QueueEngine:
             if not token:
                 return names
 
+    def get_secrets(self, namespace, names):
+        """{key: Secret as stored} of the Secrets ``names`` in ``namespace`` that exist (read one by one:
+        a run reads only the Secrets MultiKueueClusters use, never the others of the namespace)."""
+        keys = [('Secret', namespace, n) for n in sorted(set(names))]
+        out = {}
+        for key, obj, exc in self._map(self.get, keys):
+            if exc is not None:
+                raise exc
+            if obj is not None:
+                out[key] = obj
+        return out
+
+    def _secret_call(self, method, *args, **kwargs):
+        """A CoreV1Api Secret call returning the JSON body as a dict (not a V1Secret)."""
+        response = getattr(self.core, method)(*args, _preload_content=False, **kwargs)
+        data = response.data
+        return json.loads(data.decode('utf-8') if isinstance(data, bytes) else data) if data else None
+
     def get(self, key):
         kind, namespace, name = key
         version = self.version_of(kind)
+        if kind == 'Secret':
+            try:
+                return self._secret_call('read_namespaced_secret', name, namespace, _request_timeout=REQUEST_TIMEOUT)
+            except ApiException as exc:
+                if exc.status == 404:
+                    return None
+                raise
         try:
             if namespace:
                 return self.custom.get_namespaced_custom_object(q.GROUP, version, namespace, q.PLURALS[kind], name,
@@ -251,13 +278,15 @@ class QueueEngine:
     def server_apply(self, obj, dry_run=False, force=False, manager=None):
         """Server-side apply of ``obj``; returns the object as stored (or as it would be)."""
         kind, namespace, name = q.obj_key(obj)
-        version = obj['apiVersion'].split('/', 1)[1]
+        version = obj['apiVersion'].split('/', 1)[-1]
         kwargs = dict(field_manager=manager or self.manager, field_validation='Strict',
                       _content_type=APPLY_PATCH, _request_timeout=REQUEST_TIMEOUT)
         if dry_run:
             kwargs['dry_run'] = 'All'
         if force:
             kwargs['force'] = True
+        if kind == 'Secret':
+            return self._secret_call('patch_namespaced_secret', name, namespace, obj, **kwargs)
         if namespace:
             return self.custom.patch_namespaced_custom_object(q.GROUP, version, namespace, q.PLURALS[kind], name,
                                                               obj, **kwargs)
@@ -282,7 +311,9 @@ class QueueEngine:
         if dry_run:
             kwargs['dry_run'] = 'All'
         try:
-            if namespace:
+            if kind == 'Secret':
+                self.core.delete_namespaced_secret(name, namespace, _preload_content=False, **kwargs)
+            elif namespace:
                 self.custom.delete_namespaced_custom_object(q.GROUP, version, namespace, q.PLURALS[kind], name,
                                                             **kwargs)
             else:
@@ -316,7 +347,7 @@ class QueueEngine:
 
         def run(obj):
             key = q.obj_key(obj)
-            if obj['kind'] in q.NAMESPACED and key[1] not in namespaces:
+            if obj['kind'] == 'LocalQueue' and key[1] not in namespaces:
                 if substitute is None:
                     return None
                 self.dry_run_create_elsewhere(obj, substitute)
@@ -484,23 +515,53 @@ def _ref(key, action=None):
     return out
 
 
-def run(api_client, params, check_mode=False, diff=False, log=None):
-    """One kueue_queues run. Returns the result dict; raises QueueProblems / KueueOpsError / ApiException."""
+def _scrub(problems, values):
+    """Problems with every Secret value replaced by ``<redacted>`` (the API server does not echo
+    Secret data, but nothing is left to chance)."""
+    if not values:
+        return problems
+    out = []
+    for problem in problems:
+        text = problem.text
+        for value in sorted(values, key=len, reverse=True):
+            text = text.replace(value, q.REDACTED)
+        out.append(q.Problem(problem.obj, problem.field, text))
+    return out
+
+
+def run(api_client, params, check_mode=False, diff=False, log=None, no_log_values=None):
+    """One kueue_queues run. Returns the result dict; raises QueueProblems / KueueOpsError / ApiException.
+
+    ``no_log_values`` (a set) receives every value of the Secrets read from the input or the
+    cluster as soon as they are read, so that the caller masks them in whatever it prints.
+    """
     engine = QueueEngine(api_client, workers=params.get('workers') or 8, log=log)
     started = time.time()
     timeout = params.get('timeout') or 300
     deadline = started + timeout
+    kueue_ns = params.get('kueue_namespace') or 'kueue-system'
+    masked = no_log_values if no_log_values is not None else set()
+    secret_docs = [('secrets[%d]' % idx, doc) for idx, doc in enumerate(params.get('secrets') or [])]
+    masked.update(q.secret_values([doc for _origin, doc in secret_docs]))
     try:
         items = q.load_inputs(params.get('resources'), params.get('src'))
     except q.LoadError as exc:
         raise KueueOpsError(exc.text, field=exc.field, fix='give a readable YAML file or folder of Kueue manifests')
+    masked.update(q.secret_values([doc for _origin, doc in items]))
+    problems = []
+    for origin, doc in items:
+        if origin.startswith('resources[') and isinstance(doc, dict) and doc.get('kind') == 'Secret':
+            problems.append(q.Problem(origin, 'kind', 'give Secrets in the secrets option (no_log) or in a src file, '
+                                                      'never in resources, whose values Ansible may log'))
+    items = [(o, d) for o, d in items
+             if not (o.startswith('resources[') and isinstance(d, dict) and d.get('kind') == 'Secret')] + secret_docs
     engine.discover()
     aks_managed = params.get('aks_extension')
     if aks_managed is None:
-        aks_managed = engine.detect_aks_extension(params.get('kueue_namespace') or 'kueue-system')
+        aks_managed = engine.detect_aks_extension(kueue_ns)
 
-    problems = []
-    objects = q.dependency_order(q.normalise_all(items, engine.served, problems))
+    objects = q.dependency_order(q.normalise_all(items, engine.served, problems, kueue_ns))
+    masked.update(q.secret_values(objects))
     result = {
         'api_version': '%s/%s' % (q.GROUP, engine.served.get('ClusterQueue', sorted(engine.served.values())[0])),
         'api_versions': dict(engine.served),
@@ -513,15 +574,26 @@ def run(api_client, params, check_mode=False, diff=False, log=None):
     namespaces = engine.list_namespaces() if any(o['kind'] in q.NAMESPACED for o in objects) else set()
     desired_keys = set(q.obj_key(o) for o in objects)
     prune_keys = q.prune_candidates(live, desired_keys, engine.manager, aks_managed) if params.get('prune') else []
+    # The Secrets this run deals with: declared ones, those the declared MultiKueueClusters use, and
+    # those of MultiKueueClusters being pruned (candidates for pruning themselves).
+    secret_names = set(o['metadata']['name'] for o in objects if o['kind'] == 'Secret')
+    users = [o for o in objects if o['kind'] == 'MultiKueueCluster']
+    users += [live['MultiKueueCluster'][k] for k in prune_keys if k[0] == 'MultiKueueCluster']
+    secret_names.update(name for (_ns, name) in q.multikueue_secret_refs(users, kueue_ns))
+    live['Secret'] = engine.get_secrets(kueue_ns, secret_names) if secret_names else {}
+    masked.update(q.secret_values(live['Secret'].values()))
+    if params.get('prune'):
+        prune_keys = q.prune_candidates(live, desired_keys, engine.manager, aks_managed, objects, kueue_ns)
     problems.extend(q.validate(objects, live, namespaces, create_namespaces=params.get('create_namespaces'),
-                               aks_managed=aks_managed, pruned=prune_keys))
+                               aks_managed=aks_managed, pruned=prune_keys, kueue_namespace=kueue_ns))
     if problems:
-        raise QueueProblems(problems, 'input and cross-reference checks')
+        raise QueueProblems(_scrub(problems, masked), 'input and cross-reference checks')
 
     dry, dry_problems = engine.dry_run_all(objects, live, namespaces, force=params.get('force'),
                                            hold=params.get('hold_admission'))
     if dry_problems:
-        raise QueueProblems(dry_problems, 'server-side dry-run: CRD schema, CEL rules and Kueue webhooks')
+        raise QueueProblems(_scrub(dry_problems, masked),
+                            'server-side dry-run: CRD schema, CEL rules and Kueue webhooks')
 
     kinds_seen = [k for k in q.KIND_ORDER if any(o['kind'] == k for o in objects) or
                   any(key[0] == k for key in prune_keys)]
@@ -543,9 +615,9 @@ def run(api_client, params, check_mode=False, diff=False, log=None):
             if diff:
                 diffs.append({'before_header': '%s (live)' % q.key_label(key),
                               'after_header': '%s (applied)' % q.key_label(key),
-                              'before': q.diff_view(current), 'after': q.diff_view(dry.get(key) or obj)})
+                              'before': q.diff_view(current), 'after': q.diff_view(dry.get(key) or obj, current)})
     missing_ns = sorted(set(o['metadata']['namespace'] for o in objects
-                            if o['kind'] in q.NAMESPACED and o['metadata']['namespace'] not in namespaces))
+                            if o['kind'] == 'LocalQueue' and o['metadata']['namespace'] not in namespaces))
     to_apply = [o for o in objects if actions[q.obj_key(o)] != 'unchanged']
 
     result.update({'implicit_cohorts': q.implicit_cohorts(objects, live), 'namespaces_created': missing_ns,
@@ -579,7 +651,7 @@ def run(api_client, params, check_mode=False, diff=False, log=None):
             continue
         _stored, errs = engine.apply_kind(group, force=force)
         if errs:
-            raise QueueProblems(errs, 'apply of %s (earlier kinds were applied)' % kind)
+            raise QueueProblems(_scrub(errs, masked), 'apply of %s (earlier kinds were applied)' % kind)
     if hold and cq_objects:
         _stored, errs = engine.apply_kind(cq_objects, force=force)
         if errs:

@@ -17,13 +17,14 @@ Nothing here talks to a cluster or imports Ansible:
 * ``compare``: the objects of a backup against the live ones, object by object;
 * ``workload_counts``: pending/admitted Workloads per LocalQueue and ClusterQueue.
 
-Layout. The kinds that ``kueue_queues`` applies are written as ``NN-<plural>.yaml``,
-so a backup folder is directly usable as the ``src`` of ``kueue_queues`` (which
-reads every ``.yml``/``.yaml`` file of a folder). The kinds it does not apply
-(MultiKueueCluster, MultiKueueConfig and the Secrets they reference) are written
-as ``NN-<plural>.k8s`` (the same multi-document YAML; ``kubectl apply -f`` and
-``kubernetes.core.k8s src`` take them), so that ``kueue_queues`` does not refuse the
-folder; ``manifest.json`` names the tool to restore each file with.
+Layout. Every kind is written as ``NN-<plural>.yaml`` in ``kueue_queues``' own
+dependency order (the Secrets MultiKueueClusters use, with ``include_secrets``,
+first), so a backup folder is directly usable, whole, as the ``src`` of
+``kueue_queues`` (which reads every ``.yml``/``.yaml`` file of a folder);
+``manifest.json`` names the module that restores each file.
+
+Part of this file reads the cluster (``Exporter``, ``snapshot``): what a backup
+holds and what ``kueue_info`` reports come from the same reads.
 """
 
 import copy
@@ -44,6 +45,16 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     yaml = None
 
+try:
+    from kubernetes import client as k8s
+    from kubernetes.client.exceptions import ApiException
+except ImportError:  # pragma: no cover - get_api_client reports missing_required_lib
+    k8s = None
+    ApiException = Exception
+
+REQUEST_TIMEOUT = 60
+PAGE = 500
+
 GROUP = q.GROUP
 FORMAT = 'kueueops.aks/kueue_backup/v1'
 MANIFEST = 'manifest.json'
@@ -56,7 +67,6 @@ AKS_PREFIX = q.AKS_PREFIX
 KUEUE_FINALIZER_PREFIX = GROUP + '/'
 LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
 QUEUES_TOOL = 'kueueops.aks.kueue_queues'
-K8S_TOOL = 'kubernetes.core.k8s'
 
 # (kind, plural, file number, namespaced) in dependency order: what an object
 # refers to comes before it. A MultiKueueCluster names a Secret, a MultiKueueConfig
@@ -103,15 +113,17 @@ class BackupError(KueueOpsError):
 
 # --------------------------------------------------------------- objects
 def restore_tool(kind):
-    """The module that restores ``kind``: kueue_queues for what it applies, else kubernetes.core.k8s."""
-    return QUEUES_TOOL if kind in q.PLURALS else K8S_TOOL
+    """The module that restores ``kind``: kueue_queues, for every kind of a backup."""
+    if kind not in q.PLURALS:
+        raise ValueError('not a kind of a Kueue backup: %r' % (kind,))
+    return QUEUES_TOOL
 
 
 def file_name(kind):
-    """``NN-<plural>.yaml`` (kinds kueue_queues applies) or ``NN-<plural>.k8s``."""
+    """``NN-<plural>.yaml``, numbered in dependency order."""
     for name, plural, number, _ns in KINDS:
         if name == kind:
-            return '%02d-%s.%s' % (number, plural, 'yaml' if restore_tool(kind) == QUEUES_TOOL else 'k8s')
+            return '%02d-%s.yaml' % (number, plural)
     raise ValueError('not a kind of a Kueue backup: %r' % (kind,))
 
 
@@ -170,17 +182,7 @@ def multikueue_secret_refs(clusters, namespace):
     v1beta2 has ``spec.clusterSource.kubeConfig``, v1beta1 ``spec.kubeConfig``; a
     ``locationType: Path`` names a file on the manager's disk, not a Secret.
     """
-    refs = {}
-    for obj in clusters:
-        spec = obj.get('spec') or {}
-        source = spec.get('clusterSource') if isinstance(spec.get('clusterSource'), dict) else {}
-        kubeconfig = source.get('kubeConfig') or spec.get('kubeConfig')
-        if not isinstance(kubeconfig, dict) or not kubeconfig.get('location'):
-            continue
-        if (kubeconfig.get('locationType') or 'Secret') != 'Secret':
-            continue
-        refs.setdefault((namespace, kubeconfig['location']), []).append(obj_key(obj)[2])
-    return dict((k, sorted(v)) for k, v in refs.items())
+    return q.multikueue_secret_refs(clusters, namespace)
 
 
 def sort_objects(objects):
@@ -602,3 +604,148 @@ def write_backup(path, files, manifest_bytes, before_commit=None, field='dest', 
     finally:
         if os.path.isdir(temp):
             shutil.rmtree(temp, ignore_errors=True)
+
+
+# ------------------------------------------------------------ cluster reads
+class Exporter:
+    """Reads what a backup holds from the cluster."""
+
+    def __init__(self, api_client, namespace):
+        self.api = api_client
+        self.ns = namespace
+        self.custom = k8s.CustomObjectsApi(api_client)
+        self.core = k8s.CoreV1Api(api_client)
+        self.apps = k8s.AppsV1Api(api_client)
+        self.served = {}
+        self.workloads_version = None
+
+    def discover(self):
+        """kind -> served version of the Kueue kinds, v1beta2 preferred."""
+        served = {}
+        for version in ('v1beta1', 'v1beta2'):  # v1beta2 overrides
+            try:
+                resources = self.custom.get_api_resources(GROUP, version, _request_timeout=REQUEST_TIMEOUT)
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            if hasattr(resources, 'to_dict'):
+                resources = resources.to_dict()
+            names = set(r.get('name') for r in (resources or {}).get('resources') or [])
+            for kind in KUEUE_KINDS:
+                if PLURALS[kind] in names:
+                    served[kind] = version
+            if 'workloads' in names:
+                self.workloads_version = version
+        if not served:
+            raise KueueOpsError('the cluster does not serve the %s API group (v1beta2 or v1beta1): there is no Kueue '
+                                'configuration to back up' % GROUP, field='kubeconfig',
+                                fix='point the module at the cluster running Kueue, and check that its CRDs are '
+                                    'established (kueueops.aks.kueue_verify)')
+        self.served = served
+        return served
+
+    def _list(self, version, plural):
+        items = []
+        token = None
+        while True:
+            kwargs = dict(limit=PAGE, _request_timeout=REQUEST_TIMEOUT)
+            if token:
+                kwargs['_continue'] = token
+            page = self.custom.list_cluster_custom_object(GROUP, version, plural, **kwargs)
+            items.extend(page.get('items') or [])
+            token = (page.get('metadata') or {}).get('continue')
+            if not token:
+                return items
+
+    def list_raw(self, kind):
+        return self._list(self.served[kind], PLURALS[kind])
+
+    def list_workloads(self):
+        if not self.workloads_version:
+            return []
+        return self._list(self.workloads_version, 'workloads')
+
+    def read_secret(self, namespace, name):
+        """The Secret as the API server returns it (raw JSON), or None when it does not exist."""
+        try:
+            response = self.core.read_namespaced_secret(name, namespace, _preload_content=False,
+                                                        _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return json.loads(response.data)
+
+    def detect_aks_extension(self):
+        try:
+            self.apps.read_namespaced_deployment('kueue-extension', self.ns, _request_timeout=REQUEST_TIMEOUT)
+            return True
+        except ApiException as exc:
+            if exc.status in (404, 403):
+                return False
+            raise
+
+    def manager_image(self):
+        try:
+            dep = self.apps.read_namespaced_deployment('kueue-controller-manager', self.ns,
+                                                       _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status in (404, 403):
+                return None
+            raise
+        containers = dep.spec.template.spec.containers or []
+        chosen = [c for c in containers if c.name == 'manager'] or containers
+        return chosen[0].image if chosen else None
+
+
+def snapshot(exporter, include_secrets, include_aks_managed, aks_extension):
+    """(objects by kind, excluded, raw queues by kind): what the backup of the cluster now holds."""
+    objects = {}
+    excluded = []
+    raw_queues = {}
+    for kind in KUEUE_KINDS:
+        if kind not in exporter.served:
+            continue
+        items = []
+        raw = exporter.list_raw(kind)
+        if kind in ('LocalQueue', 'ClusterQueue'):
+            raw_queues[kind] = raw
+        for item in raw:
+            obj = normalise(item, kind, '%s/%s' % (GROUP, exporter.served[kind]))
+            if not include_aks_managed and is_aks_managed(obj, aks_extension):
+                excluded.append(_ref(obj, 'owned by the AKS managed Kueue extension, which recreates it '
+                                          '(include_aks_managed: true to back it up)'))
+                continue
+            items.append(obj)
+        objects[kind] = sort_objects(items)
+    refs = multikueue_secret_refs(objects.get('MultiKueueCluster', []), exporter.ns)
+    if include_secrets:
+        secrets = []
+        for (namespace, name), users in sorted(refs.items()):
+            secret = exporter.read_secret(namespace, name)
+            if secret is None:
+                excluded.append({'kind': 'Secret', 'namespace': namespace, 'name': name,
+                                 'reason': 'referenced by MultiKueueCluster %s but does not exist' % ', '.join(users)})
+                continue
+            secrets.append(normalise(secret, 'Secret', 'v1'))
+        objects['Secret'] = sort_objects(secrets)
+    else:
+        for (namespace, name), users in sorted(refs.items()):
+            excluded.append({'kind': 'Secret', 'namespace': namespace, 'name': name,
+                             'reason': 'referenced by MultiKueueCluster %s; not backed up (include_secrets: true to '
+                                       'back it up)' % ', '.join(users)})
+    excluded.sort(key=lambda e: (KIND_NAMES.index(e['kind']), e.get('namespace', ''), e['name']))
+    return objects, excluded, raw_queues
+
+
+def _ref(obj, reason):
+    kind, namespace, name = obj_key(obj)
+    out = {'kind': kind, 'name': name, 'reason': reason}
+    if namespace:
+        out['namespace'] = namespace
+    return out
+
+
+def flat(objects):
+    return [o for kind in KIND_NAMES for o in objects.get(kind, [])]

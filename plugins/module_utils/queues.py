@@ -30,14 +30,30 @@ ClusterQueue       ``flavorFungibility.whenCanPreempt:``  ``MayStopSearch``
                    ``Preempt`` (deprecated alias)
 ClusterQueue       (none)                                 ``spec.concurrentAdmissionPolicy``
 AdmissionCheck     ``spec.retryDelayMinutes``             (none; deprecated since Kueue 0.8)
+
+MultiKueueCluster  ``spec.kubeConfig``,                   ``spec.clusterSource.kubeConfig``,
+                   ``spec.clusterProfileRef``             ``spec.clusterSource.clusterProfileRef``
+MultiKueueConfig   (none)                                 ``spec.quotaManagement``
 =================  =====================================  =====================================
 
+(the MultiKueue rows from ``multikueue_conversion.go`` and ``multikueue_types.go``
+of v0.19.2; v0.18.4's v1beta2 MultiKueueCluster is the same.)
+
 Cohort (``spec.parentName``), LocalQueue, ResourceFlavor, Topology,
-WorkloadPriorityClass and ProvisioningRequestConfig specs are identical in both
-versions (``spec.parent`` was the v1alpha1 name of ``spec.parentName``; it is
-refused with that hint).
+WorkloadPriorityClass and ProvisioningRequestConfig specs are
+identical in both versions (``spec.parent`` was the v1alpha1 name of
+``spec.parentName``; it is refused with that hint).
+
+MultiKueue. A MultiKueueCluster names the Secret holding a worker cluster's
+kubeconfig (key ``kubeconfig``) in the namespace Kueue runs in. Those Secrets,
+and only those, are accepted as input (core ``v1`` Secret in the Kueue
+namespace) so that a backup holding them can be restored; they are applied
+before the MultiKueueClusters. Their data never leaves this code: diffs show
+``<redacted>`` and ``secret_values`` lists what a caller must mask.
 """
 
+import base64
+import binascii
 import copy
 import json
 import os
@@ -55,8 +71,13 @@ FIELD_MANAGER = 'kueueops'
 RESOURCE_IN_USE_FINALIZER = 'kueue.x-k8s.io/resource-in-use'
 AKS_PREFIX = 'aks-'
 
-# Dependency order: what an object refers to is applied before it.
+# Dependency order: what an object refers to is applied before it. A
+# MultiKueueCluster names a Secret, a MultiKueueConfig names MultiKueueClusters, an
+# AdmissionCheck names a MultiKueueConfig or a ProvisioningRequestConfig.
 KIND_ORDER = (
+    'Secret',
+    'MultiKueueCluster',
+    'MultiKueueConfig',
     'Topology',
     'ResourceFlavor',
     'Cohort',
@@ -67,6 +88,9 @@ KIND_ORDER = (
     'LocalQueue',
 )
 PLURALS = {
+    'Secret': 'secrets',
+    'MultiKueueCluster': 'multikueueclusters',
+    'MultiKueueConfig': 'multikueueconfigs',
     'Topology': 'topologies',
     'ResourceFlavor': 'resourceflavors',
     'Cohort': 'cohorts',
@@ -76,7 +100,15 @@ PLURALS = {
     'ClusterQueue': 'clusterqueues',
     'LocalQueue': 'localqueues',
 }
-NAMESPACED = frozenset(['LocalQueue'])
+NAMESPACED = frozenset(['LocalQueue', 'Secret'])
+# Kinds of the core API (not kueue.x-k8s.io) and their version.
+CORE_KINDS = {'Secret': 'v1'}
+# The Kueue kinds (served by the kueue.x-k8s.io group).
+KUEUE_KINDS = tuple(k for k in KIND_ORDER if k not in CORE_KINDS)
+MULTIKUEUE_CONTROLLER = GROUP + '/multikueue'
+MULTIKUEUE_SECRET_KEY = 'kubeconfig'
+REDACTED = '<redacted>'
+_SECRET_FIELDS = ('apiVersion', 'kind', 'metadata', 'data', 'stringData', 'type', 'immutable')
 # Kinds that Kueue reports an Active condition for.
 ACTIVE_KINDS = ('ClusterQueue', 'LocalQueue')
 
@@ -262,9 +294,13 @@ def convert(obj, source, target, label, problems):
     if not isinstance(spec, dict):
         return
     # Fields written with the other version's name in an object that declares this one.
-    other_names = {'v1beta1': {'ClusterQueue': {'cohortName': 'cohort', 'concurrentAdmissionPolicy': None}},
+    other_names = {'v1beta1': {'ClusterQueue': {'cohortName': 'cohort', 'concurrentAdmissionPolicy': None},
+                               'MultiKueueCluster': {'clusterSource': 'kubeConfig'},
+                               'MultiKueueConfig': {'quotaManagement': None}},
                    'v1beta2': {'ClusterQueue': {'cohort': 'cohortName', 'admissionChecks': 'admissionChecksStrategy'},
-                               'AdmissionCheck': {'retryDelayMinutes': None}}}
+                               'AdmissionCheck': {'retryDelayMinutes': None},
+                               'MultiKueueCluster': {'kubeConfig': 'clusterSource.kubeConfig',
+                                                     'clusterProfileRef': 'clusterSource.clusterProfileRef'}}}
     for name, proper in other_names.get(source, {}).get(kind, {}).items():
         if name in spec:
             if proper:
@@ -315,6 +351,22 @@ def convert(obj, source, target, label, problems):
                     fungibility['whenCanBorrow'] = 'Borrow'
                 if fungibility.get('whenCanPreempt') == 'MayStopSearch':
                     fungibility['whenCanPreempt'] = 'Preempt'
+    elif kind == 'MultiKueueCluster':
+        if source == 'v1beta1':
+            moved = dict((f, spec.pop(f)) for f in ('kubeConfig', 'clusterProfileRef') if f in spec)
+            if moved:
+                spec['clusterSource'] = moved
+        else:
+            source_spec = spec.pop('clusterSource', None)
+            if isinstance(source_spec, dict):
+                for field in ('kubeConfig', 'clusterProfileRef'):
+                    if field in source_spec:
+                        spec[field] = source_spec[field]
+    elif kind == 'MultiKueueConfig' and source == 'v1beta2' and 'quotaManagement' in spec:
+        if spec.pop('quotaManagement') not in (None, 'Manual'):  # Manual is the default
+            problems.append(Problem(label, 'spec.quotaManagement',
+                                    'has no equivalent in %s/v1beta1, the only version this cluster serves; remove '
+                                    'it or upgrade Kueue' % GROUP))
     elif kind == 'AdmissionCheck' and source == 'v1beta1' and 'retryDelayMinutes' in spec:
         value = spec.pop('retryDelayMinutes')
         if value not in (None, _RETRY_DELAY_DEFAULT):
@@ -323,7 +375,7 @@ def convert(obj, source, target, label, problems):
                                     'Kueue\'s own conversion); remove it' % GROUP))
 
 
-def normalise(origin, doc, served, problems):
+def normalise(origin, doc, served, problems, kueue_namespace='kueue-system'):
     """Validate the shape of one input document and convert it to the served version.
 
     ``served`` maps kind -> served version (``v1beta2``/``v1beta1``). Returns the
@@ -337,6 +389,8 @@ def normalise(origin, doc, served, problems):
     meta = doc.get('metadata')
     name = meta.get('name') if isinstance(meta, dict) else None
     label = '%s %s' % (kind or 'object', name) if name else '%s (%s)' % (kind or 'object', origin)
+    if kind == 'Secret':
+        return normalise_secret(origin, doc, kueue_namespace, problems)
     if kind not in PLURALS:
         problems.append(Problem(label, 'kind', 'unknown kind %r; supported: %s' % (kind, ', '.join(KIND_ORDER))))
         return None
@@ -398,12 +452,118 @@ def normalise(origin, doc, served, problems):
     return stringify_quantities(obj)
 
 
+def normalise_secret(origin, doc, namespace, problems):
+    """A Secret of the input (one a MultiKueueCluster uses), as it is applied.
+
+    Only core ``v1`` Secrets in the Kueue ``namespace`` (taken when not set), with
+    the ``kubeconfig`` key Kueue reads; ``stringData`` is folded into ``data``
+    (base64), so the applied object is what the API server stores. No problem
+    text ever contains a value of the Secret.
+    """
+    meta = doc.get('metadata')
+    name = meta.get('name') if isinstance(meta, dict) else None
+    label = 'Secret %s/%s' % (namespace, name) if name else 'Secret (%s)' % origin
+    if doc.get('apiVersion') != 'v1':
+        problems.append(Problem(label, 'apiVersion', 'a Secret is apiVersion v1, got %r' % (doc.get('apiVersion'),)))
+        return None
+    if not isinstance(meta, dict) or not isinstance(name, str) or not name:
+        problems.append(Problem(label, 'metadata.name', 'missing'))
+        return None
+    given = meta.get('namespace') or namespace
+    if given != namespace:
+        problems.append(Problem('Secret %s/%s' % (given, name), 'metadata.namespace',
+                                'the Secrets MultiKueueClusters use live in the namespace Kueue runs in (%s); set '
+                                'metadata.namespace to %s, or kueue_namespace to the namespace Kueue runs in'
+                                % (namespace, namespace)))
+        return None
+    extra = sorted(set(doc) - set(_SECRET_FIELDS))
+    if extra:
+        problems.append(Problem(label, extra[0], 'not a field of a Secret (%s)' % ', '.join(extra)))
+        return None
+    data = {}
+    for field in ('data', 'stringData'):
+        values = doc.get(field)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            problems.append(Problem(label, field, 'must be a mapping of key to value'))
+            return None
+        for key in sorted(values, key=str):
+            value = values[key]
+            if not isinstance(key, str) or not isinstance(value, str):
+                problems.append(Problem(label, '%s.%s' % (field, key), 'must be a string (value not shown)'))
+                return None
+            if field == 'data':
+                try:
+                    base64.b64decode(value, validate=True)
+                except (binascii.Error, ValueError):
+                    problems.append(Problem(label, 'data.%s' % key, 'is not valid base64 (value not shown); put '
+                                                                    'plain text in stringData instead'))
+                    return None
+                data[key] = value
+            else:
+                data[key] = base64.b64encode(value.encode('utf-8')).decode('ascii')
+    if MULTIKUEUE_SECRET_KEY not in data:
+        problems.append(Problem(label, 'data.%s' % MULTIKUEUE_SECRET_KEY,
+                                'missing: Kueue reads the worker cluster\'s kubeconfig from the key %r'
+                                % MULTIKUEUE_SECRET_KEY))
+        return None
+    obj = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': copy.deepcopy(meta), 'data': data}
+    obj['metadata']['namespace'] = namespace
+    for field in ('type', 'immutable'):
+        if field in doc:
+            obj[field] = doc[field]
+    for field in _SERVER_METADATA + ('ownerReferences',):
+        obj['metadata'].pop(field, None)
+    annotations = obj['metadata'].get('annotations')
+    if isinstance(annotations, dict):
+        annotations.pop(_LAST_APPLIED, None)
+        if not annotations:
+            del obj['metadata']['annotations']
+    return obj
+
+
+def secret_values(objects):
+    """Every value of the Secrets among ``objects``, base64 and decoded: what output must never show."""
+    out = set()
+    for obj in objects or ():
+        if not isinstance(obj, dict) or obj.get('kind') != 'Secret':
+            continue
+        for field in ('data', 'stringData'):
+            for value in (obj.get(field) or {}).values():
+                if not isinstance(value, str) or not value:
+                    continue
+                out.add(value)
+                if field == 'data':
+                    try:
+                        decoded = base64.b64decode(value).decode('utf-8')
+                    except (binascii.Error, ValueError):
+                        continue
+                    if decoded:
+                        out.add(decoded)
+    return out
+
+
+def redact_secret(obj, other=None):
+    """A Secret with every data value replaced by ``<redacted>`` (``<redacted, changed>`` where it
+    differs from ``other``'s). Other kinds are returned as they are."""
+    if not isinstance(obj, dict) or obj.get('kind') != 'Secret':
+        return obj
+    out = copy.deepcopy(obj)
+    theirs = (other or {}).get('data') or {} if isinstance(other, dict) else {}
+    for field in ('data', 'stringData'):
+        if isinstance(out.get(field), dict):
+            out[field] = dict((k, REDACTED if other is None or theirs.get(k) == v else '<redacted, changed>')
+                              for k, v in out[field].items())
+    return out
+
+
 def _wpc_top_level(doc):
     """WorkloadPriorityClass has ``value`` and ``description`` at the top level."""
     return {k: doc[k] for k in ('value', 'description') if k in doc}
 
 
-def normalise_all(items, served, problems):
+def normalise_all(items, served, problems, kueue_namespace='kueue-system'):
     """Normalise every ``(origin, doc)``; report duplicates. Returns the usable objects."""
     out = []
     seen = {}
@@ -411,11 +571,11 @@ def normalise_all(items, served, problems):
         if isinstance(doc, dict) and doc.get('kind') == 'WorkloadPriorityClass':
             top = _wpc_top_level(doc)
             stripped = {k: v for k, v in doc.items() if k not in top}
-            obj = normalise(origin, stripped, served, problems)
+            obj = normalise(origin, stripped, served, problems, kueue_namespace)
             if obj is not None:
                 obj.update(copy.deepcopy(top))
         else:
-            obj = normalise(origin, doc, served, problems)
+            obj = normalise(origin, doc, served, problems, kueue_namespace)
         if obj is None:
             continue
         key = obj_key(obj)
@@ -482,6 +642,39 @@ def flavor_refs(obj):
     return out
 
 
+def kubeconfig_ref(obj):
+    """(field path, kubeconfig dict) of a MultiKueueCluster (v1beta2 ``spec.clusterSource.kubeConfig``,
+    v1beta1 ``spec.kubeConfig``), or (None, None)."""
+    spec = obj.get('spec') or {}
+    source = spec.get('clusterSource')
+    if isinstance(source, dict) and isinstance(source.get('kubeConfig'), dict):
+        return 'spec.clusterSource.kubeConfig', source['kubeConfig']
+    if isinstance(spec.get('kubeConfig'), dict):
+        return 'spec.kubeConfig', spec['kubeConfig']
+    return None, None
+
+
+def secret_ref(obj):
+    """(field, Secret name) a MultiKueueCluster reads its kubeconfig from, or (None, None) when it
+    uses a file on the manager's disk (``locationType: Path``) or a ClusterProfile."""
+    field, kubeconfig = kubeconfig_ref(obj)
+    if not kubeconfig or not isinstance(kubeconfig.get('location'), str) or not kubeconfig['location']:
+        return None, None
+    if (kubeconfig.get('locationType') or 'Secret') != 'Secret':
+        return None, None
+    return field + '.location', kubeconfig['location']
+
+
+def multikueue_secret_refs(clusters, namespace):
+    """{(namespace, Secret name): [MultiKueueCluster names]} of the Secrets ``clusters`` reference."""
+    refs = {}
+    for obj in clusters:
+        _field, name = secret_ref(obj)
+        if name:
+            refs.setdefault((namespace, name), []).append(obj_key(obj)[2])
+    return dict((k, sorted(v)) for k, v in refs.items())
+
+
 def find_cohort_cycles(parents):
     """Cycles in a ``{cohort: parent}`` graph, each as a list starting at its smallest name."""
     cycles = []
@@ -502,7 +695,8 @@ def find_cohort_cycles(parents):
     return cycles
 
 
-def validate(objects, live, namespaces, create_namespaces=False, aks_managed=False, pruned=None):
+def validate(objects, live, namespaces, create_namespaces=False, aks_managed=False, pruned=None,
+             kueue_namespace='kueue-system'):
     """Cross-reference and content checks; returns a list of Problems (all of them).
 
     ``live`` maps kind -> {key: live object} (the cluster now); ``namespaces`` is the
@@ -530,11 +724,27 @@ def validate(objects, live, namespaces, create_namespaces=False, aks_managed=Fal
             return '%s %r is not in the input and would be pruned' % (kind, name)
         return '%s %r does not exist in the input or the cluster' % (kind, name)
 
+    # The MultiKueueClusters there will be (declared, or live and not pruned), for the Secrets.
+    clusters = dict((k, o) for k, o in (live.get('MultiKueueCluster') or {}).items() if k not in pruned)
+    clusters.update(declared.get('MultiKueueCluster', {}))
+    secret_users = multikueue_secret_refs(clusters.values(), kueue_namespace)
+
     for obj in objects:
         kind = obj['kind']
         label = obj_label(obj)
         name = obj['metadata']['name']
         spec = obj.get('spec') or {}
+        if kind == 'Secret':
+            if (kueue_namespace, name) not in secret_users:
+                problems.append(Problem(label, 'kind', 'no MultiKueueCluster of the input or the cluster uses this '
+                                        'Secret; kueue_queues applies only the Secrets MultiKueueClusters read their '
+                                        'kubeconfig from (spec.clusterSource.kubeConfig.location); apply other '
+                                        'Secrets with kubernetes.core.k8s'))
+            if kueue_namespace not in namespaces:
+                problems.append(Problem(label, 'metadata.namespace',
+                                        'namespace %r (where Kueue runs) does not exist; install Kueue first'
+                                        % kueue_namespace))
+            continue
         if aks_managed and name.startswith(AKS_PREFIX):
             problems.append(Problem(label, 'metadata.name',
                                     'names starting with %r belong to the AKS managed Kueue extension, which '
@@ -579,6 +789,35 @@ def validate(objects, live, namespaces, create_namespaces=False, aks_managed=Fal
                 if not exists('ProvisioningRequestConfig', params['name']):
                     problems.append(Problem(label, 'spec.parameters.name',
                                             missing_text('ProvisioningRequestConfig', params['name'])))
+            if spec.get('controllerName') == MULTIKUEUE_CONTROLLER:
+                if not isinstance(params, dict) or params.get('kind') != 'MultiKueueConfig' \
+                        or params.get('apiGroup') != GROUP or not params.get('name'):
+                    problems.append(Problem(label, 'spec.parameters',
+                                            'an AdmissionCheck of controller %s needs parameters {apiGroup: %s, '
+                                            'kind: MultiKueueConfig, name: <MultiKueueConfig>}'
+                                            % (MULTIKUEUE_CONTROLLER, GROUP)))
+                elif not exists('MultiKueueConfig', params['name']):
+                    problems.append(Problem(label, 'spec.parameters.name',
+                                            missing_text('MultiKueueConfig', params['name'])))
+        if kind == 'MultiKueueConfig':
+            for idx, cluster in enumerate(spec.get('clusters') or []):
+                if isinstance(cluster, str) and not exists('MultiKueueCluster', cluster):
+                    problems.append(Problem(label, 'spec.clusters[%d]' % idx,
+                                            missing_text('MultiKueueCluster', cluster)))
+        if kind == 'MultiKueueCluster':
+            field, secret = secret_ref(obj)
+            if secret and not exists('Secret', secret, kueue_namespace):
+                problems.append(Problem(label, field,
+                                        'Secret %s/%s does not exist in the input or the cluster; create it with the '
+                                        'worker cluster\'s kubeconfig under the key %r (or restore a backup taken '
+                                        'with include_secrets: true)'
+                                        % (kueue_namespace, secret, MULTIKUEUE_SECRET_KEY)))
+            elif secret and ('Secret', kueue_namespace, secret) not in declared.get('Secret', {}):
+                stored = (live.get('Secret') or {}).get(('Secret', kueue_namespace, secret)) or {}
+                if MULTIKUEUE_SECRET_KEY not in (stored.get('data') or {}):
+                    problems.append(Problem(label, field,
+                                            'Secret %s/%s has no key %r, where Kueue reads the kubeconfig'
+                                            % (kueue_namespace, secret, MULTIKUEUE_SECRET_KEY)))
 
     # Cohort hierarchy: the declared Cohorts override the live ones.
     parents = {}
@@ -644,9 +883,11 @@ def managed_by(obj, manager=FIELD_MANAGER):
     return False
 
 
-def prune_candidates(live, desired_keys, manager=FIELD_MANAGER, aks_managed=False):
+def prune_candidates(live, desired_keys, manager=FIELD_MANAGER, aks_managed=False, objects=(),
+                     kueue_namespace='kueue-system'):
     """Live objects applied by ``manager`` that the input no longer declares,
-    in reverse dependency order. Never ``aks-`` objects on a managed cluster."""
+    in reverse dependency order. Never ``aks-`` objects on a managed cluster, never
+    a Secret that a remaining MultiKueueCluster (of ``objects`` or the cluster) still uses."""
     out = []
     for kind in reversed(KIND_ORDER):
         for key in sorted(live.get(kind) or {}):
@@ -656,7 +897,11 @@ def prune_candidates(live, desired_keys, manager=FIELD_MANAGER, aks_managed=Fals
             if aks_managed and key[2].startswith(AKS_PREFIX):
                 continue
             out.append(key)
-    return out
+    gone = set(out)
+    remaining = [o for k, o in (live.get('MultiKueueCluster') or {}).items() if k not in gone]
+    remaining += [o for o in objects if o.get('kind') == 'MultiKueueCluster']
+    used = multikueue_secret_refs(remaining, kueue_namespace)
+    return [k for k in out if k[0] != 'Secret' or (k[1], k[2]) not in used]
 
 
 # --------------------------------------------------------- change detection
@@ -741,9 +986,10 @@ def apply_changes(dry_run_result, live, manager=FIELD_MANAGER):
     return 'unchanged'
 
 
-def diff_view(obj):
-    """Shown in --diff: the object without server bookkeeping and status."""
-    view = comparable(obj)
+def diff_view(obj, other=None):
+    """Shown in --diff: the object without server bookkeeping and status; a Secret's values
+    redacted (``other``: the object it is compared with, to mark changed values)."""
+    view = redact_secret(comparable(obj), comparable(other))
     if view is None:
         return {}
     meta = view.get('metadata') or {}

@@ -392,3 +392,37 @@ def decode_helm_release(data):
         return json.loads(raw)
     except (ValueError, OSError):
         return None
+
+
+def helm_releases(core, namespace):
+    """The Helm releases recorded in ``namespace`` (Helm's storage: Secrets labelled ``owner=helm``),
+    the latest revision of each: [{name, namespace, revision, status, chart, chart_version, app_version}],
+    sorted by name. Reads no helm binary; works for Helm 3 and 4 (storage format v1)."""
+    latest = {}
+    token = None
+    while True:
+        kwargs = dict(label_selector="owner=helm", limit=500)
+        if token:
+            kwargs["_continue"] = token
+        page = core.list_namespaced_secret(namespace, **kwargs)
+        for secret in page.items or []:
+            labels = secret.metadata.labels or {}
+            name = labels.get("name")
+            try:
+                revision = int(labels.get("version", "0"))
+            except ValueError:
+                continue
+            if name and (name not in latest or revision > latest[name][0]):
+                latest[name] = (revision, secret)
+        token = page.metadata._continue if page.metadata else None
+        if not token:
+            break
+    out = []
+    for name in sorted(latest):
+        revision, secret = latest[name]
+        release = decode_helm_release((secret.data or {}).get("release")) or {}
+        chart = (release.get("chart") or {}).get("metadata") or {}
+        out.append({"name": name, "namespace": namespace, "revision": revision,
+                    "status": (secret.metadata.labels or {}).get("status"), "chart": chart.get("name"),
+                    "chart_version": chart.get("version"), "app_version": chart.get("appVersion")})
+    return out

@@ -15,15 +15,16 @@ description:
     the deletion fields, C(selfLink), C(ownerReferences), the C(kubectl.kubernetes.io/last-applied-configuration)
     annotation and Kueue-owned finalizers (C(kueue.x-k8s.io/...)) are dropped.
   - B(Deterministic layout.) A new folder holds a file per kind, numbered in dependency order
-    (C(05-topologies.yaml), C(10-resourceflavors.yaml), C(20-cohorts.yaml), C(30-provisioningrequestconfigs.yaml),
+    (C(01-secrets.yaml) with O(include_secrets), C(02-multikueueclusters.yaml), C(03-multikueueconfigs.yaml),
+    C(05-topologies.yaml), C(10-resourceflavors.yaml), C(20-cohorts.yaml), C(30-provisioningrequestconfigs.yaml),
     C(40-admissionchecks.yaml), C(50-workloadpriorityclasses.yaml), C(60-clusterqueues.yaml),
     C(70-localqueues.yaml)), objects sorted by namespace and name, keys sorted; two backups of the same state have
     byte-identical object files (only the creation time in C(manifest.json) differs) and diff well in Git.
-  - B(Restore.) The folder is directly usable as O(kueueops.aks.kueue_queues#module:src) (for example with
-    C(hold_admission=true)). MultiKueueClusters, MultiKueueConfigs and their Secrets, which kueue_queues does not
-    apply, are written as C(02-multikueueclusters.k8s), C(03-multikueueconfigs.k8s) and C(01-secrets.k8s) (the same
-    multi-document YAML, for C(kubernetes.core.k8s src) or C(kubectl apply -f)), which kueue_queues does not read.
-    C(manifest.json) names the module that restores each file.
+  - B(Restore.) The whole folder is directly usable as O(kueueops.aks.kueue_queues#module:src) (for example with
+    C(hold_admission=true)), MultiKueueClusters, MultiKueueConfigs and the Secrets they use included (kueue_queues
+    applies the Secrets first and never prints their values). C(manifest.json) names the module that restores each
+    file. A backup taken without O(include_secrets) restores only where the Secrets exist (kueue_queues names the
+    missing ones before writing anything).
   - B(manifest.json) records the Kueue version (the manager image tag), the served API versions, the cluster
     identity (API server URL, O(cluster_name), O(cluster_resource_id)), the creation time, per-kind counts, the
     excluded objects, how many Workloads were pending and admitted per LocalQueue and ClusterQueue (Workloads are
@@ -182,7 +183,6 @@ verified:
 """
 
 import datetime
-import json
 import os
 import re
 import shutil
@@ -197,161 +197,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
 )
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
 
-try:
-    from kubernetes import client as k8s
-    from kubernetes.client.exceptions import ApiException
-except ImportError:  # pragma: no cover - get_api_client reports missing_required_lib
-    k8s = None
-    ApiException = Exception
-
-REQUEST_TIMEOUT = 60
-PAGE = 500
 _RESOURCE_ID_RE = re.compile(r'^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.ContainerService/'
                              r'managedClusters/(?P<name>[^/]+)$', re.IGNORECASE)
-
-
-class Exporter:
-    """Reads what a backup holds from the cluster."""
-
-    def __init__(self, api_client, namespace):
-        self.api = api_client
-        self.ns = namespace
-        self.custom = k8s.CustomObjectsApi(api_client)
-        self.core = k8s.CoreV1Api(api_client)
-        self.apps = k8s.AppsV1Api(api_client)
-        self.served = {}
-        self.workloads_version = None
-
-    def discover(self):
-        """kind -> served version of the Kueue kinds, v1beta2 preferred."""
-        served = {}
-        for version in ('v1beta1', 'v1beta2'):  # v1beta2 overrides
-            try:
-                resources = self.custom.get_api_resources(b.GROUP, version, _request_timeout=REQUEST_TIMEOUT)
-            except ApiException as exc:
-                if exc.status == 404:
-                    continue
-                raise
-            if hasattr(resources, 'to_dict'):
-                resources = resources.to_dict()
-            names = set(r.get('name') for r in (resources or {}).get('resources') or [])
-            for kind in b.KUEUE_KINDS:
-                if b.PLURALS[kind] in names:
-                    served[kind] = version
-            if 'workloads' in names:
-                self.workloads_version = version
-        if not served:
-            raise KueueOpsError('the cluster does not serve the %s API group (v1beta2 or v1beta1): there is no Kueue '
-                                'configuration to back up' % b.GROUP, field='kubeconfig',
-                                fix='point the module at the cluster running Kueue, and check that its CRDs are '
-                                    'established (kueueops.aks.kueue_verify)')
-        self.served = served
-        return served
-
-    def _list(self, version, plural):
-        items = []
-        token = None
-        while True:
-            kwargs = dict(limit=PAGE, _request_timeout=REQUEST_TIMEOUT)
-            if token:
-                kwargs['_continue'] = token
-            page = self.custom.list_cluster_custom_object(b.GROUP, version, plural, **kwargs)
-            items.extend(page.get('items') or [])
-            token = (page.get('metadata') or {}).get('continue')
-            if not token:
-                return items
-
-    def list_raw(self, kind):
-        return self._list(self.served[kind], b.PLURALS[kind])
-
-    def list_workloads(self):
-        if not self.workloads_version:
-            return []
-        return self._list(self.workloads_version, 'workloads')
-
-    def read_secret(self, namespace, name):
-        """The Secret as the API server returns it (raw JSON), or None when it does not exist."""
-        try:
-            response = self.core.read_namespaced_secret(name, namespace, _preload_content=False,
-                                                        _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return json.loads(response.data)
-
-    def detect_aks_extension(self):
-        try:
-            self.apps.read_namespaced_deployment('kueue-extension', self.ns, _request_timeout=REQUEST_TIMEOUT)
-            return True
-        except ApiException as exc:
-            if exc.status in (404, 403):
-                return False
-            raise
-
-    def manager_image(self):
-        try:
-            dep = self.apps.read_namespaced_deployment('kueue-controller-manager', self.ns,
-                                                       _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as exc:
-            if exc.status in (404, 403):
-                return None
-            raise
-        containers = dep.spec.template.spec.containers or []
-        chosen = [c for c in containers if c.name == 'manager'] or containers
-        return chosen[0].image if chosen else None
-
-
-def snapshot(exporter, include_secrets, include_aks_managed, aks_extension):
-    """(objects by kind, excluded, raw queues by kind): what the backup of the cluster now holds."""
-    objects = {}
-    excluded = []
-    raw_queues = {}
-    for kind in b.KUEUE_KINDS:
-        if kind not in exporter.served:
-            continue
-        items = []
-        raw = exporter.list_raw(kind)
-        if kind in ('LocalQueue', 'ClusterQueue'):
-            raw_queues[kind] = raw
-        for item in raw:
-            obj = b.normalise(item, kind, '%s/%s' % (b.GROUP, exporter.served[kind]))
-            if not include_aks_managed and b.is_aks_managed(obj, aks_extension):
-                excluded.append(_ref(obj, 'owned by the AKS managed Kueue extension, which recreates it '
-                                          '(include_aks_managed: true to back it up)'))
-                continue
-            items.append(obj)
-        objects[kind] = b.sort_objects(items)
-    refs = b.multikueue_secret_refs(objects.get('MultiKueueCluster', []), exporter.ns)
-    if include_secrets:
-        secrets = []
-        for (namespace, name), users in sorted(refs.items()):
-            secret = exporter.read_secret(namespace, name)
-            if secret is None:
-                excluded.append({'kind': 'Secret', 'namespace': namespace, 'name': name,
-                                 'reason': 'referenced by MultiKueueCluster %s but does not exist' % ', '.join(users)})
-                continue
-            secrets.append(b.normalise(secret, 'Secret', 'v1'))
-        objects['Secret'] = b.sort_objects(secrets)
-    else:
-        for (namespace, name), users in sorted(refs.items()):
-            excluded.append({'kind': 'Secret', 'namespace': namespace, 'name': name,
-                             'reason': 'referenced by MultiKueueCluster %s; not backed up (include_secrets: true to '
-                                       'back it up)' % ', '.join(users)})
-    excluded.sort(key=lambda e: (b.KIND_NAMES.index(e['kind']), e.get('namespace', ''), e['name']))
-    return objects, excluded, raw_queues
-
-
-def _ref(obj, reason):
-    kind, namespace, name = b.obj_key(obj)
-    out = {'kind': kind, 'name': name, 'reason': reason}
-    if namespace:
-        out['namespace'] = namespace
-    return out
-
-
-def _flat(objects):
-    return [o for kind in b.KIND_NAMES for o in objects.get(kind, [])]
 
 
 def main():
@@ -434,15 +281,15 @@ def verify_only(module, path):
 
 def run(module, api_client, params, cluster_name, field):
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
-    exporter = Exporter(api_client, params['kueue_namespace'])
+    exporter = b.Exporter(api_client, params['kueue_namespace'])
     exporter.discover()
     aks_extension = params['aks_extension']
     if aks_extension is None:
         aks_extension = exporter.detect_aks_extension()
     image = exporter.manager_image()
 
-    objects, excluded, raw_queues = snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
-                                             aks_extension)
+    objects, excluded, raw_queues = b.snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
+                                               aks_extension)
     workloads = b.workload_counts(exporter.list_workloads(), raw_queues.get('LocalQueue', []),
                                   raw_queues.get('ClusterQueue', []))
     api_versions = dict(exporter.served)
@@ -491,9 +338,9 @@ def run(module, api_client, params, cluster_name, field):
         if not params['verify']:
             return
         written = b.load_objects(temp)
-        live, _excluded, _raw = snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
-                                         aks_extension)
-        differences = b.compare(written, _flat(live))
+        live, _excluded, _raw = b.snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
+                                           aks_extension)
+        differences = b.compare(written, b.flat(live))
         if differences:
             raise KueueOpsError('the backup does not match the live cluster (nothing was kept): %s'
                                 % '; '.join(differences), field='verify',

@@ -8,8 +8,14 @@ short_description: Declarative, validated Kueue queue configuration (flavors, co
 version_added: 0.1.0
 description:
   - Applies a whole Kueue configuration in one step; ResourceFlavor, Cohort, ClusterQueue, LocalQueue,
-    WorkloadPriorityClass, AdmissionCheck, Topology and ProvisioningRequestConfig objects, written as Kueue's own
-    manifests (C(apiVersion)/C(kind)/C(metadata)/C(spec) as in Kueue's documentation).
+    WorkloadPriorityClass, AdmissionCheck, Topology, ProvisioningRequestConfig, MultiKueueCluster and
+    MultiKueueConfig objects, written as Kueue's own manifests (C(apiVersion)/C(kind)/C(metadata)/C(spec) as in
+    Kueue's documentation).
+  - B(MultiKueue Secrets.) The Secrets that MultiKueueClusters read worker kubeconfigs from (core C(v1) Secrets
+    in O(kueue_namespace) with the key C(kubeconfig)) are accepted from O(secrets) or O(src) (a backup taken with
+    C(include_secrets) holds them), and only those (a Secret no MultiKueueCluster uses is refused). They are applied
+    before the MultiKueueClusters. Their values never appear in results, diffs (C(<redacted>)) or errors; they
+    are refused in O(resources), whose values Ansible may log.
   - B(API versions.) Writes C(kueue.x-k8s.io/v1beta2) where the cluster serves it, else C(v1beta1). Input may be
     written in either version; the fields Kueue renamed are converted (ClusterQueue C(spec.cohort) <->
     C(spec.cohortName), C(spec.admissionChecks) -> C(spec.admissionChecksStrategy), the deprecated flavor
@@ -18,18 +24,22 @@ description:
     C(spec.retryDelayMinutes) on v1beta2) is refused with the field named.
   - B(Validation before the first write.) Cross-references that Kueue accepts but that never work are checked
     (LocalQueue -> ClusterQueue, ClusterQueue -> ResourceFlavors and AdmissionChecks, ResourceFlavor -> Topology,
-    AdmissionCheck -> ProvisioningRequestConfig, Cohort parent cycles, LocalQueue namespaces, quantities,
-    C(aks-) names on clusters running the AKS managed extension). Then every object goes through a server-side
+    AdmissionCheck -> ProvisioningRequestConfig, AdmissionCheck of controller C(kueue.x-k8s.io/multikueue) ->
+    MultiKueueConfig, MultiKueueConfig -> MultiKueueClusters, MultiKueueCluster -> Secret in O(kueue_namespace)
+    with a C(kubeconfig) key, Cohort parent cycles, LocalQueue namespaces, quantities, C(aks-) names on clusters
+    running the AKS managed extension). Then every object goes through a server-side
     apply dry-run, so the CRD schema (unknown fields are errors), CEL rules and Kueue's validating webhooks judge
     it. All problems are reported together, each with its object and field, and nothing is written.
   - A ClusterQueue's C(cohortName) or a Cohort's C(parentName) may name a cohort that has no Cohort object; Kueue
     treats it as an implicit cohort, so this is not an error. Such names are returned in RV(implicit_cohorts).
-  - B(Apply) with server-side apply (field manager C(kueueops)) in dependency order (Topology, ResourceFlavor,
-    Cohort, ProvisioningRequestConfig, AdmissionCheck, WorkloadPriorityClass, ClusterQueue, LocalQueue),
+  - B(Apply) with server-side apply (field manager C(kueueops)) in dependency order (Secret, MultiKueueCluster,
+    MultiKueueConfig, Topology, ResourceFlavor, Cohort, ProvisioningRequestConfig, AdmissionCheck,
+    WorkloadPriorityClass, ClusterQueue, LocalQueue),
     concurrently within a kind. An object is written only if the dry-run shows it would change, so C(changed) is
     true only when something really changed and an unchanged configuration makes no write request.
   - B(Prune) deletes the Kueue objects that this field manager applied and the input no longer declares, in reverse
-    dependency order; never objects it did not apply, never C(aks-) objects on a managed cluster. A ClusterQueue or
+    dependency order; never objects it did not apply, never C(aks-) objects on a managed cluster, never a Secret a
+    remaining MultiKueueCluster uses (Secrets are read only by name, never listed). A ClusterQueue or
     ResourceFlavor held by Kueue's C(kueue.x-k8s.io/resource-in-use) finalizer is reported in RV(prune_waiting)
     with the reason.
 author:
@@ -40,6 +50,14 @@ options:
       - Kueue objects, each a full manifest (C(apiVersion), C(kind), C(metadata), C(spec)).
       - Combined with the objects of O(src). Documents of kind C(List) are expanded; server fields of a backup
         (C(status), C(metadata.resourceVersion), C(uid), C(managedFields)...) are ignored.
+    type: list
+    elements: dict
+    default: []
+  secrets:
+    description:
+      - Secrets that MultiKueueClusters of the input or the cluster read their kubeconfig from (C(apiVersion=v1),
+        C(kind=Secret), C(metadata.name), C(data) (base64) or C(stringData), key C(kubeconfig)); the namespace is
+        O(kueue_namespace). Not logged (C(no_log)).
     type: list
     elements: dict
     default: []
@@ -98,7 +116,7 @@ options:
         the C(kueue-extension) Deployment in O(kueue_namespace) when not set.
     type: bool
   kueue_namespace:
-    description: Namespace Kueue runs in (for the detection of the AKS managed extension).
+    description: Namespace Kueue runs in (the detection of the AKS managed extension; the Secrets of MultiKueueClusters).
     type: str
     default: kueue-system
   workers:
@@ -140,6 +158,30 @@ EXAMPLES = r"""
         metadata: {name: user-queue, namespace: team-a}
         spec: {clusterQueue: team-a}
     create_namespaces: true
+
+- name: MultiKueue - a worker cluster whose kubeconfig is in a Secret, used by an AdmissionCheck
+  kueueops.aks.kueue_queues:
+    secrets:
+      - apiVersion: v1
+        kind: Secret
+        metadata: {name: worker1-kubeconfig}
+        stringData:
+          kubeconfig: "{{ lookup('ansible.builtin.file', 'worker1.kubeconfig') }}"
+    resources:
+      - apiVersion: kueue.x-k8s.io/v1beta2
+        kind: MultiKueueCluster
+        metadata: {name: worker1}
+        spec: {clusterSource: {kubeConfig: {location: worker1-kubeconfig, locationType: Secret}}}
+      - apiVersion: kueue.x-k8s.io/v1beta2
+        kind: MultiKueueConfig
+        metadata: {name: workers}
+        spec: {clusters: [worker1]}
+      - apiVersion: kueue.x-k8s.io/v1beta2
+        kind: AdmissionCheck
+        metadata: {name: dispatch}
+        spec:
+          controllerName: kueue.x-k8s.io/multikueue
+          parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: workers}
 
 - name: Restore a backup folder without admitting anything half-way, removing what it no longer has
   kueueops.aks.kueue_queues:
@@ -224,6 +266,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.apply import QueuePro
 def main():
     argument_spec = dict(
         resources=dict(type='list', elements='dict', default=[]),
+        secrets=dict(type='list', elements='dict', default=[], no_log=True),
         src=dict(type='path'),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         prune=dict(type='bool', default=False),
@@ -245,7 +288,7 @@ def main():
                                            fix='give the seconds the whole run may take').message())
     if params['workers'] < 1 or params['workers'] > 64:
         module.fail_json(msg=KueueOpsError('must be between 1 and 64', field='workers').message())
-    if not params['resources'] and not params['src'] and not params['prune']:
+    if not params['resources'] and not params['src'] and not params['secrets'] and not params['prune']:
         module.fail_json(msg=KueueOpsError('nothing to do', field='resources',
                                            fix='give resources and/or src (or prune: true to delete everything '
                                                'this module applied)').message())
@@ -256,7 +299,10 @@ def main():
     api_client = get_api_client(module)
     failure = None
     try:
-        result = run(api_client, params, check_mode=module.check_mode, diff=module._diff)
+        # Secret values read from src or the cluster join no_log_values as soon as they are read, so
+        # that exit_json/fail_json mask them wherever they would appear.
+        result = run(api_client, params, check_mode=module.check_mode, diff=module._diff,
+                     no_log_values=module.no_log_values)
     except QueueProblems as exc:
         failure = dict(msg=exc.message(), problems=[p.as_dict() for p in exc.problems])
     except Exception as exc:  # pylint: disable=broad-except

@@ -92,3 +92,86 @@ def live_normalised(kube, plurals: dict) -> dict:
             obj = backup.normalise(item, kind, "kueue.x-k8s.io/v1beta2")
             out[backup.obj_key(obj)] = obj
     return out
+
+
+def resource_versions(kube, plurals: dict) -> dict:
+    """{(kind, namespace, name): resourceVersion} of every Kueue object of `plurals` (a write to any
+    object, status included, changes its resourceVersion)."""
+    from kubernetes import client
+    custom = client.CustomObjectsApi(kube)
+    out = {}
+    for kind, plural in plurals.items():
+        for item in custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural)["items"]:
+            meta = item["metadata"]
+            out[(kind, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
+    return out
+
+
+def helm_revision(kube, namespace: str = "kueue-system", release: str = "kueue"):
+    """(revision, status) of the newest record of a Helm release in Helm's own storage."""
+    from kubernetes import client
+    secrets = client.CoreV1Api(kube).list_namespaced_secret(
+        namespace, label_selector="owner=helm,name=%s" % release).items
+    if not secrets:
+        return None
+    latest = max(secrets, key=lambda s: int(s.metadata.labels["version"]))
+    return int(latest.metadata.labels["version"]), latest.metadata.labels.get("status")
+
+
+class EventRecorder:
+    """Watches Kueue objects of some plurals (all namespaces) from a background thread per plural,
+    recording every event as (resourceVersion as int, receipt time, type, object). Tolerates the
+    CRDs not existing yet (it retries until they do, e.g. during a reinstall).
+
+    resourceVersion is etcd's global revision on this single-etcd cluster, so it orders writes to
+    different objects exactly; Kubernetes does not promise that in general, which is why only tests
+    use it. `initial` keeps what the first successful LIST of each plural returned."""
+
+    def __init__(self, kube, plurals):
+        import threading
+        self.kube = kube
+        self.events = {p: [] for p in plurals}
+        self.initial = {}
+        self.errors = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(p,), daemon=True) for p in plurals]
+
+    def start(self):
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
+
+    def _run(self, plural):
+        from kubernetes import client, watch
+        custom = client.CustomObjectsApi(self.kube)
+        rv = None
+        while not self._stop.is_set():
+            try:
+                if rv is None:
+                    page = custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural)
+                    self.initial[plural] = page["items"]
+                    rv = page["metadata"]["resourceVersion"]
+                w = watch.Watch()
+                for event in w.stream(custom.list_cluster_custom_object, "kueue.x-k8s.io", "v1beta2", plural,
+                                      resource_version=rv, timeout_seconds=3, allow_watch_bookmarks=False):
+                    obj = event["object"]
+                    rv = obj["metadata"]["resourceVersion"]
+                    self.events[plural].append((int(rv), time.time(), event["type"], obj))
+                    if self._stop.is_set():
+                        w.stop()
+                        break
+            except client.exceptions.ApiException as exc:
+                if exc.status == 410:
+                    self.errors.append("%s: watch expired (410)" % plural)
+                    rv = None
+                elif exc.status != 404:
+                    self.errors.append("%s: %s" % (plural, exc.status))
+                time.sleep(0.2)
+            except Exception as exc:  # noqa: BLE001 - the API server may be restarting; retry
+                self.errors.append("%s: %r" % (plural, exc))
+                time.sleep(0.2)

@@ -39,7 +39,7 @@ PLURALS = {"Topology": "topologies", "ResourceFlavor": "resourceflavors", "Cohor
            "WorkloadPriorityClass": "workloadpriorityclasses", "ClusterQueue": "clusterqueues",
            "LocalQueue": "localqueues", "MultiKueueCluster": "multikueueclusters",
            "MultiKueueConfig": "multikueueconfigs"}
-OBJECT_FILES = ["02-multikueueclusters.k8s", "03-multikueueconfigs.k8s", "05-topologies.yaml",
+OBJECT_FILES = ["02-multikueueclusters.yaml", "03-multikueueconfigs.yaml", "05-topologies.yaml",
                 "10-resourceflavors.yaml", "20-cohorts.yaml", "30-provisioningrequestconfigs.yaml",
                 "40-admissionchecks.yaml", "50-workloadpriorityclasses.yaml", "60-clusterqueues.yaml",
                 "70-localqueues.yaml"]
@@ -322,7 +322,7 @@ def test_aks_objects_and_multikueue_secrets(configured, dest):
                    "it up)"},
     ]
     assert managed["manifest"]["excluded"] == managed["excluded"]
-    assert "01-secrets.k8s" not in os.listdir(os.path.join(dest, "managed"))
+    assert "01-secrets.yaml" not in os.listdir(os.path.join(dest, "managed"))
 
     everything = res.result("Everything")
     assert everything["verified"] is True
@@ -330,14 +330,14 @@ def test_aks_objects_and_multikueue_secrets(configured, dest):
     assert [e["name"] for e in everything["excluded"]] == ["kb-missing"]
     assert "but does not exist" in everything["excluded"][0]["reason"]
     path = os.path.join(dest, "all")
-    assert mode(os.path.join(path, "01-secrets.k8s")) == 0o600
-    secrets = [d for d in yaml.safe_load_all(open(os.path.join(path, "01-secrets.k8s"))) if d]
+    assert mode(os.path.join(path, "01-secrets.yaml")) == 0o600
+    secrets = [d for d in yaml.safe_load_all(open(os.path.join(path, "01-secrets.yaml"))) if d]
     assert len(secrets) == 1
     secret = secrets[0]
     assert secret["metadata"] == {"name": "kb-worker1", "namespace": "kueue-system", "labels": {"team": "kb"}}
     assert secret["type"] == "Opaque" and "kubeconfig" in secret["data"]
-    assert everything["manifest"]["files"]["01-secrets.k8s"]["restore_with"] == "kubernetes.core.k8s"
-    mk = [d for d in yaml.safe_load_all(open(os.path.join(path, "03-multikueueconfigs.k8s"))) if d]
+    assert everything["manifest"]["files"]["01-secrets.yaml"]["restore_with"] == "kueueops.aks.kueue_queues"
+    mk = [d for d in yaml.safe_load_all(open(os.path.join(path, "03-multikueueconfigs.yaml"))) if d]
     assert mk == [{"apiVersion": V2, "kind": "MultiKueueConfig", "metadata": {"name": "kb-mk"},
                    "spec": {"clusters": ["kb-worker1", "kb-worker2"]}}]
 
@@ -384,3 +384,86 @@ def test_restore_with_kueue_queues_yields_equal_specs(configured, dest):
             assert one.read() == two.read(), name
     assert json.load(open(os.path.join(dest, "again", "manifest.json")))["files"] == \
         json.load(open(os.path.join(path, "manifest.json")))["files"]
+
+
+def test_multikueue_with_its_kubeconfig_secret_round_trips(configured, dest):
+    """MultiKueueCluster -> Secret (a kubeconfig), MultiKueueConfig, a MultiKueue AdmissionCheck: backed up with
+    include_secrets, deleted, restored with kueue_queues src; equal afterwards, and the Secret's data never in
+    ansible's output (run with -vvv and --diff)."""
+    kube = configured
+    custom = client.CustomObjectsApi(kube)
+    core = client.CoreV1Api(kube)
+    token = "kb-token-" + os.urandom(12).hex()
+    kubeconfig = ("apiVersion: v1\nkind: Config\nclusters:\n- name: w\n  cluster: {server: 'https://127.0.0.1:1'}\n"
+                  "users:\n- name: w\n  user: {token: %s}\ncontexts:\n- name: w\n  context: {cluster: w, user: w}\n"
+                  "current-context: w\n" % token)
+    core.create_namespaced_secret("kueue-system", {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kb-mk-worker"}, "type": "Opaque",
+        "stringData": {"kubeconfig": kubeconfig}})
+    mk_objects = [
+        ("multikueueclusters", {"apiVersion": V2, "kind": "MultiKueueCluster", "metadata": {"name": "kb-mk-worker"},
+                                "spec": {"clusterSource": {"kubeConfig": {"location": "kb-mk-worker",
+                                                                          "locationType": "Secret"}}}}),
+        ("multikueueconfigs", {"apiVersion": V2, "kind": "MultiKueueConfig", "metadata": {"name": "kb-mk"},
+                               "spec": {"clusters": ["kb-mk-worker"]}}),
+        ("admissionchecks", {"apiVersion": V2, "kind": "AdmissionCheck", "metadata": {"name": "kb-mk"},
+                             "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+                                      "parameters": {"apiGroup": GROUP, "kind": "MultiKueueConfig",
+                                                     "name": "kb-mk"}}}),
+    ]
+    for plural, body in mk_objects:
+        custom.create_cluster_custom_object(GROUP, "v1beta2", plural, body)
+    mk_keys = [(b["kind"], "", b["metadata"]["name"]) for _p, b in mk_objects]
+    secret_before = core.read_namespaced_secret("kb-mk-worker", "kueue-system").data
+
+    res = run_playbook(play(backup_task(path=os.path.join(dest, "bk"), include_secrets=True)), verbosity=3,
+                       diff=True)
+    assert res.rc == 0, res.stdout[-3000:]
+    path = res.result("Back up")["backup_path"]
+    assert res.result("Back up")["counts"]["Secret"] == 1
+    before = live_normalised(kube, PLURALS)
+
+    def delete_mk():
+        for plural, body in reversed(mk_objects):
+            custom.delete_cluster_custom_object(GROUP, "v1beta2", plural, body["metadata"]["name"])
+        core.delete_namespaced_secret("kb-mk-worker", "kueue-system")
+        wait_for("the MultiKueue objects to be gone", lambda: not [k for k in live_normalised(kube, PLURALS)
+                                                                   if k in mk_keys], timeout=60)
+
+    delete_mk()
+    outputs = [res.stdout + res.stderr]
+    restore = run_playbook(play({"name": "Restore", "kueueops.aks.kueue_queues": {"src": path, "timeout": 120}}),
+                           verbosity=3, diff=True)
+    outputs.append(restore.stdout + restore.stderr)
+    assert restore.rc == 0, restore.stdout[-3000:]
+    out = restore.result("Restore")
+    assert out["counts"]["Secret"]["created"] == 1
+    assert out["counts"]["MultiKueueCluster"]["created"] == 1
+    assert out["counts"]["MultiKueueConfig"]["created"] == 1
+    secret_diff = [d for d in out["diff"] if d["after_header"].startswith("Secret")][0]
+    assert secret_diff["after"]["data"] == {"kubeconfig": "<redacted>"}
+    after = live_normalised(kube, PLURALS)
+    for key in mk_keys:
+        assert after[key] == before[key], key
+    assert core.read_namespaced_secret("kb-mk-worker", "kueue-system").data == secret_before
+    # Second run: nothing changes, the Secret included.
+    again = run_playbook(play({"name": "Restore", "kueueops.aks.kueue_queues": {"src": path, "timeout": 120}}),
+                         verbosity=3, diff=True)
+    outputs.append(again.stdout + again.stderr)
+    assert again.rc == 0 and again.changed == 0, again.stdout[-3000:]
+
+    # Without the Secret in the backup and in the cluster, the restore names what is missing and writes nothing.
+    res = run_playbook(play(backup_task(path=os.path.join(dest, "no-secrets"))))
+    assert res.rc == 0, res.stdout[-3000:]
+    delete_mk()
+    failed = run_playbook(play({"name": "Restore", "ignore_errors": True, "kueueops.aks.kueue_queues": {
+        "src": os.path.join(dest, "no-secrets"), "timeout": 60}}), verbosity=3)
+    outputs.append(failed.stdout + failed.stderr)
+    msg = failed.result("Restore")["msg"]
+    assert "MultiKueueCluster kb-mk-worker: spec.clusterSource.kubeConfig.location: Secret kueue-system/kb-mk-worker " \
+           "does not exist in the input or the cluster" in msg, msg
+    assert not [k for k in live_normalised(kube, PLURALS) if k in mk_keys]
+
+    encoded = secret_before["kubeconfig"]
+    for text in outputs:
+        assert token not in text and encoded not in text

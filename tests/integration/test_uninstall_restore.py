@@ -4,13 +4,18 @@ ansible-playbook against the real local control plane running the real Kueue.
 site.yml installs Kueue with the example configuration of playbooks/vars/queues.yml. Flux and Argo CD
 CRDs (no controllers) carry three GitOps objects in namespace ur-gitops. Then:
 
-* a backup that cannot be written (kueue_backup_dir is a regular file) stops the uninstall before anything
-  is changed: Kueue, its objects and the GitOps objects are untouched;
-* uninstall.yml backs up, pauses GitOps, uninstalls (namespace, CRDs and every Kueue object gone) and reports
-  the queued and running Jobs; Jobs created while Kueue is absent stay suspended;
+* a backup that cannot be written (kueue_backup_dir is a regular file, a read-only tmpfs, a full tmpfs) stops
+  the uninstall before anything is changed: the resourceVersion of every Kueue object and the Helm release
+  revision are the same before and after, GitOps objects are untouched; so does a cluster that runs both the
+  Helm chart and the managed extension;
+* uninstall.yml detects the Helm install and prints what it would destroy, backs up (MultiKueue objects and their
+  kubeconfig Secret included), pauses GitOps, uninstalls (namespace, CRDs and every Kueue object gone) and
+  reports the queued and running Jobs; Jobs created while Kueue is absent stay suspended; a second run finds
+  nothing to uninstall;
 * restore.yml on a tampered copy of the backup fails naming the file before anything is applied;
-* restore.yml with a reinstall brings back every object with the spec it had, Kueue admits the surviving Jobs,
-  and GitOps is back as it was.
+* restore.yml with a reinstall brings back every object (the Secret too) with the spec it had, Kueue admits the
+  surviving Jobs, none before the last queue object is restored, and GitOps is back as it was. The Secret's
+  data never appears in ansible's output.
 
 Everything created here (Jobs, namespaces, GitOps CRDs, Kueue) is removed at the end.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +34,8 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import admitted, live_normalised, queued_job, wait_for, workloads
+from .kubeutil import (EventRecorder, admitted, condition, helm_revision, live_normalised, queued_job,
+                       resource_versions, wait_for, workloads)
 
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
     sys.path.insert(0, os.path.join(REPO, ".venv", "collections"))
@@ -110,6 +117,82 @@ def manager_ready(kube):
             return False
         raise
     return (dep.status.available_replicas or 0) >= 1
+
+
+# More LocalQueues in team-nlp, sorted after "nlp": restored after the queue that the queued Job ur-nlp waits
+# in. Without hold_admission, Kueue admits ur-nlp as soon as LocalQueue team-nlp/nlp exists, while these are
+# still being applied; that is what makes the admission-order check able to fail (see below).
+EXTRA_QUEUES = ["ur-extra-%02d" % i for i in range(24)]
+
+
+def _add_multikueue_and_extra_queues(kube):
+    """A MultiKueue setup whose worker kubeconfig (with a random token) is in a Secret, and EXTRA_QUEUES.
+    Returns the token, which must never appear in ansible's output."""
+    custom = client.CustomObjectsApi(kube)
+    token = "ur-token-" + os.urandom(12).hex()
+    kubeconfig = ("apiVersion: v1\nkind: Config\nclusters:\n- name: w\n  cluster: {server: 'https://127.0.0.1:1'}\n"
+                  "users:\n- name: w\n  user: {token: %s}\ncontexts:\n- name: w\n  context: {cluster: w, user: w}\n"
+                  "current-context: w\n" % token)
+    client.CoreV1Api(kube).create_namespaced_secret("kueue-system", {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ur-worker"}, "type": "Opaque",
+        "stringData": {"kubeconfig": kubeconfig}})
+    for plural, body in (
+            ("multikueueclusters", {"apiVersion": V2, "kind": "MultiKueueCluster", "metadata": {"name": "ur-worker"},
+                                    "spec": {"clusterSource": {"kubeConfig": {"location": "ur-worker",
+                                                                              "locationType": "Secret"}}}}),
+            ("multikueueconfigs", {"apiVersion": V2, "kind": "MultiKueueConfig", "metadata": {"name": "ur-workers"},
+                                   "spec": {"clusters": ["ur-worker"]}}),
+            ("admissionchecks", {"apiVersion": V2, "kind": "AdmissionCheck", "metadata": {"name": "ur-dispatch"},
+                                 "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+                                          "parameters": {"apiGroup": GROUP, "kind": "MultiKueueConfig",
+                                                         "name": "ur-workers"}}})):
+        custom.create_cluster_custom_object(GROUP, "v1beta2", plural, body)
+    for name in EXTRA_QUEUES:
+        custom.create_namespaced_custom_object(GROUP, "v1beta2", "team-nlp", "localqueues", {
+            "apiVersion": V2, "kind": "LocalQueue", "metadata": {"name": name, "namespace": "team-nlp"},
+            "spec": {"clusterQueue": "team-nlp"}})
+    return token
+
+
+def _assert_no_admission_before_the_last_queue(recorder, restored):
+    """No Workload reserved quota (or was admitted) before the last queue object of the backup was restored.
+
+    Events are ordered by resourceVersion, etcd's global revision on this single-etcd cluster, so the order of
+    writes to different objects is exact (wall-clock receipt times are printed for the record). A queue object is
+    restored at its first watch event (LocalQueue: creation; ClusterQueue: the first state without stopPolicy
+    Hold, i.e. its release by hold_admission). Both watches started before restore.yml applied any queue (checked).
+
+    This test can fail. Run by hand with KUEUEOPS_DEMO_NO_HOLD=1 (restore.yml with -e kueue_hold_admission=false):
+    LocalQueue team-nlp/nlp is created in the first batch of LocalQueues and Kueue admits ur-nlp while the 24
+    EXTRA_QUEUES are still being applied, and the assertion below fails (see the figures in the report)."""
+    assert not recorder.initial.get("clusterqueues") and not recorder.initial.get("localqueues"), \
+        "the watches started after the restore had applied queues; the order cannot be checked"
+    queue_keys = {k for k in restored if k[0] in ("ClusterQueue", "LocalQueue")}
+    restored_at = {}
+    for plural, kind in (("clusterqueues", "ClusterQueue"), ("localqueues", "LocalQueue")):
+        for rv, when, _type, obj in sorted(recorder.events[plural], key=lambda e: e[0]):
+            meta = obj["metadata"]
+            key = (kind, meta.get("namespace", ""), meta["name"])
+            if key in restored_at or key not in queue_keys:
+                continue
+            if kind == "ClusterQueue" and (obj.get("spec") or {}).get("stopPolicy") in ("Hold", "HoldAndDrain"):
+                continue
+            restored_at[key] = (rv, when)
+    assert set(restored_at) == queue_keys, sorted(queue_keys - set(restored_at))
+    last_key = max(restored_at, key=lambda k: restored_at[k][0])
+    last_rv, last_time = restored_at[last_key]
+    admissions = {}
+    for rv, when, _type, obj in sorted(recorder.events["workloads"], key=lambda e: e[0]):
+        name = "%s/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        if name not in admissions and (condition(obj, "QuotaReserved") == "True" or condition(obj, "Admitted") == "True"):
+            admissions[name] = (rv, when)
+    assert any("job-ur-nlp-" in n for n in admissions) and any("job-ur-vision-" in n for n in admissions), admissions
+    print("last queue restored: %s at resourceVersion %d; admissions: %s" % (
+        last_key, last_rv, ", ".join("%s rv %d (%+.3f s)" % (n, rv, when - last_time)
+                                     for n, (rv, when) in sorted(admissions.items(), key=lambda i: i[1][0]))))
+    early = sorted((rv, n) for n, (rv, _when) in admissions.items() if rv < last_rv)
+    assert not early, "admitted before %s was restored (resourceVersion %d): %s" % (
+        " ".join(map(str, last_key)), last_rv, early)
 
 
 # ----------------------------------------------------------------- fixtures
@@ -215,6 +298,83 @@ def test_unwritable_backup_stops_the_uninstall_before_anything_changes(installed
     assert verify.rc == 0, verify.stdout[-3000:]
 
 
+def untouched_state(kube):
+    """What must not change when the role stops early: every Kueue object's resourceVersion (any write, status
+    included, changes it), the Helm release revision, the CRDs, the GitOps objects."""
+    return {"rv": resource_versions(kube, PLURALS), "helm": helm_revision(kube), "crds": kueue_crds(kube),
+            "gitops": gitops_specs(kube), "manager": manager_ready(kube)}
+
+
+def _mount_tmpfs(target, options):
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", target], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (root and CAP_SYS_ADMIN needed): %s" % proc.stderr.strip())
+
+
+def _assert_stopped_at_backup(res):
+    assert res.rc != 0
+    names = [name for name, _res in res.tasks()]
+    assert res.result("Detect the install method")["install_method"] == "helm"
+    assert res.result("Back up every Kueue configuration object").get("failed"), names
+    assert not any(n.startswith(("Pause GitOps", "Uninstall Kueue")) for n in names), names
+
+
+def test_backup_on_a_read_only_or_full_tmpfs_stops_the_role_with_the_cluster_untouched(installed):
+    kube, work = installed["kube"], installed["work"]
+    before = untouched_state(kube)
+    assert before["helm"] == (1, "deployed") and before["manager"]
+    ro, full = os.path.join(work, "ro"), os.path.join(work, "full")
+    os.mkdir(ro)
+    os.mkdir(full)
+    _mount_tmpfs(ro, "ro,size=1m")
+    try:
+        _mount_tmpfs(full, "size=12k")
+        try:
+            with open(os.path.join(full, "filler"), "wb") as handle:
+                try:
+                    handle.write(b"x" * 10 * 1024)  # leaves less than one page for the backup's files
+                except OSError:
+                    pass
+            for dest, text in ((ro, "Read-only file system"), (full, "No space left on device")):
+                res = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE})
+                _assert_stopped_at_backup(res)
+                msg = res.result("Back up every Kueue configuration object")["msg"]
+                assert msg.startswith("dest: cannot write the backup under %s: %s" % (dest, text)), msg
+                assert "Traceback" not in res.stdout
+            assert os.listdir(ro) == [] and os.listdir(full) == ["filler"]
+        finally:
+            subprocess.run(["umount", full], check=True)
+    finally:
+        subprocess.run(["umount", ro], check=True)
+    assert untouched_state(kube) == before
+
+
+def test_helm_and_managed_extension_both_present_is_refused_before_anything(installed):
+    kube = installed["kube"]
+    apps = client.AppsV1Api(kube)
+    # What the managed extension runs next to Kueue; no Pod is ever started (0 replicas).
+    apps.create_namespaced_deployment("kueue-system", {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "kueue-extension"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "ur-fake-extension"}},
+                 "template": {"metadata": {"labels": {"app": "ur-fake-extension"}},
+                              "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}})
+    try:
+        before = untouched_state(kube)
+        dest = os.path.join(installed["work"], "both")
+        res = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE})
+        assert res.rc != 0
+        assert res.result("Detect the install method")["install_method"] == "both"
+        msg = res.result("Refuse a cluster running both")["msg"]
+        assert "installed both with Helm (release kueue in kueue-system) and as the AKS managed extension" in msg
+        assert "Nothing was changed." in msg
+        names = [name for name, _res in res.tasks()]
+        assert not any(n.startswith(("Back up", "Pause GitOps", "Uninstall Kueue")) for n in names), names
+        assert not os.path.exists(dest)
+        assert untouched_state(kube) == before
+    finally:
+        apps.delete_namespaced_deployment("kueue-extension", "kueue-system")
+
+
 def test_uninstall_then_restore_round_trip(installed):
     kube, work = installed["kube"], installed["work"]
     batch = client.BatchV1Api(kube)
@@ -223,17 +383,39 @@ def test_uninstall_then_restore_round_trip(installed):
     batch.create_namespaced_job("team-nlp", queued_job("ur-queued", "no-such-queue"))
     wait_for("ur-running to be admitted and started", lambda: not job_suspended(kube, "team-vision", "ur-running"),
              timeout=120)
+    token = _add_multikueue_and_extra_queues(kube)
     before = live_normalised(kube, PLURALS)
+    secret_before = client.CoreV1Api(kube).read_namespaced_secret("ur-worker", "kueue-system").data
     dest = os.path.join(work, "backups")
+    outputs = []
+
+    # ---- without include_secrets, the role refuses to lose the MultiKueue Secret
+    res = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE})
+    assert res.rc != 0
+    assert "ur-worker" in res.result("Refuse to lose the Secrets")["msg"]
+    assert not os.path.exists(dest) and manager_ready(kube)
 
     # ---- uninstall
-    res = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE})
+    res = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE,
+                                             "kueue_backup_include_secrets": True}, verbosity=3)
+    outputs.append(res.stdout + res.stderr)
     assert res.rc == 0, res.stdout[-5000:]
+    info = res.result("Detect the install method")
+    assert info["install_method"] == "helm" and info["extension"] is False
+    assert info["helm_release"]["name"] == "kueue" and info["helm_release"]["status"] == "deployed"
+    assert info["counts"]["LocalQueue"] == 2 + len(EXTRA_QUEUES) and info["counts"]["MultiKueueCluster"] == 1
+    assert info["multikueue_secrets"] == [{"namespace": "kueue-system", "name": "ur-worker", "clusters": ["ur-worker"],
+                                           "exists": True}]
+    assert "localqueues.kueue.x-k8s.io" in info["crds"]
+    printed = "\n".join(res.result("Print the install method")["msg"])
+    assert "install method: helm" in printed and "namespace kueue-system" in printed
     backup = res.result("Back up every Kueue configuration object")
     path = backup["backup_path"]
     assert backup["verified"] is True and os.path.dirname(path) == dest
-    assert backup["counts"]["ClusterQueue"] == 2 and backup["counts"]["LocalQueue"] == 2
+    assert backup["counts"]["ClusterQueue"] == 2 and backup["counts"]["LocalQueue"] == 2 + len(EXTRA_QUEUES)
+    assert backup["counts"]["Secret"] == 1 and backup["counts"]["MultiKueueConfig"] == 1
     assert os.path.isfile(os.path.join(path, "gitops.json"))
+    assert not [n for n in os.listdir(path) if not n.endswith((".yaml", ".json"))]
     assert not namespace_exists(kube, "kueue-system")
     assert kueue_crds(kube) == []
     jobs = res.result("List the Jobs with a queue label")
@@ -255,6 +437,13 @@ def test_uninstall_then_restore_round_trip(installed):
     assert job_suspended(kube, "team-vision", "ur-vision") and job_suspended(kube, "team-nlp", "ur-nlp")
     assert job_suspended(kube, "team-nlp", "ur-queued")
 
+    # ---- a second uninstall finds nothing to uninstall, and changes nothing
+    again = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": dest})
+    assert again.rc == 0, again.stdout[-3000:]
+    assert again.result("Detect the install method")["install_method"] == "none"
+    assert "nothing to uninstall" in again.result("Nothing to uninstall")["msg"]
+    assert sorted(os.listdir(dest)) == [os.path.basename(path)]
+
     # ---- a tampered copy fails the restore, naming the file, before anything is applied
     tampered = os.path.join(work, "tampered")
     shutil.copytree(path, tampered)
@@ -268,16 +457,28 @@ def test_uninstall_then_restore_round_trip(installed):
     assert not namespace_exists(kube, "kueue-system") and kueue_crds(kube) == []
     assert gitops_specs(kube) == paused
 
-    # ---- restore with a reinstall
-    res = run_playbook(RESTORE, extravars={"kueue_backup_path": path, "kueue_restore_reinstall": True})
-    assert res.rc == 0, res.stdout[-5000:]
+    # ---- restore with a reinstall, recording when queues were restored and when Workloads were admitted
+    extra = {"kueue_backup_path": path, "kueue_restore_reinstall": True}
+    if os.environ.get("KUEUEOPS_DEMO_NO_HOLD"):  # by hand only: shows this test can fail (see the docstring)
+        extra["kueue_hold_admission"] = False
+    recorder = EventRecorder(kube, ["workloads", "clusterqueues", "localqueues"]).start()
+    try:
+        res = run_playbook(RESTORE, extravars=extra, verbosity=3, diff=True)
+        outputs.append(res.stdout + res.stderr)
+        assert res.rc == 0, res.stdout[-5000:]
+        for ns, name in (("team-vision", "ur-vision"), ("team-nlp", "ur-nlp")):
+            wait_for("%s/%s to be admitted" % (ns, name), lambda: not job_suspended(kube, ns, name)
+                     and any(admitted(w) and w["metadata"]["name"].startswith("job-%s-" % name)
+                             for w in workloads(kube, ns)), timeout=180)
+    finally:
+        recorder.stop()
+    _assert_no_admission_before_the_last_queue(recorder, before)
     assert res.result("Apply the Kueue queue configuration").get("not_active", []) == []
     assert res.result("Verify Kueue after the restore")["failed_checks"] == []
     assert live_normalised(kube, PLURALS) == before
-    for ns, name in (("team-vision", "ur-vision"), ("team-nlp", "ur-nlp")):
-        wait_for("%s/%s to be admitted" % (ns, name), lambda: not job_suspended(kube, ns, name)
-                 and any(admitted(w) and w["metadata"]["name"].startswith("job-%s-" % name)
-                         for w in workloads(kube, ns)), timeout=180)
+    assert client.CoreV1Api(kube).read_namespaced_secret("ur-worker", "kueue-system").data == secret_before
+    for text in outputs:
+        assert token not in text and secret_before["kubeconfig"] not in text
     assert job_suspended(kube, "team-nlp", "ur-queued")
     assert gitops_specs(kube) == original_gitops_specs()
     assert [o["changed"] for o in res.result("Resume GitOps")["objects"]] == [True, True, True]

@@ -103,13 +103,17 @@ def test_file_names_follow_dependency_order_and_restore_tool():
     assert names == sorted(names)
     assert b.file_name('ResourceFlavor') == '10-resourceflavors.yaml'
     assert b.file_name('LocalQueue') == '70-localqueues.yaml'
-    assert b.file_name('Secret').endswith('.k8s')
-    assert b.file_name('MultiKueueCluster').endswith('.k8s')
-    # Every kind kueue_queues applies is a .yaml file, in kueue_queues' own dependency order.
-    yaml_kinds = [k for k in b.KIND_NAMES if b.file_name(k).endswith('.yaml')]
-    assert yaml_kinds == list(q.KIND_ORDER)
+    assert b.file_name('Secret') == '01-secrets.yaml'
+    assert b.file_name('MultiKueueCluster') == '02-multikueueclusters.yaml'
+    assert b.file_name('MultiKueueConfig') == '03-multikueueconfigs.yaml'
+    # Every kind is a .yaml file that kueue_queues restores, in kueue_queues' own dependency order.
+    assert all(n.endswith('.yaml') for n in names)
+    assert list(b.KIND_NAMES) == list(q.KIND_ORDER)
+    assert set(b.restore_tool(k) for k in b.KIND_NAMES) == {'kueueops.aks.kueue_queues'}
     with pytest.raises(ValueError):
         b.file_name('Workload')
+    with pytest.raises(ValueError):
+        b.restore_tool('Workload')
 
 
 def test_dump_is_sorted_and_deterministic():

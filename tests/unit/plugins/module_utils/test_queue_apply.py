@@ -228,3 +228,62 @@ def test_problems_from_api_errors():
     problems = engine_mod.problems_from_api_error(exc, 'ClusterQueue a')
     assert problems[0].field == 'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit'
     assert 'HTTP 400' in problems[0].text
+
+
+# ------------------------------------------------------------------ MultiKueue
+KUBECONFIG = 'apiVersion: v1\nkind: Config\nusers:\n- name: w\n  user: {token: s3cr3t-token-value}\n'
+
+
+def multikueue():
+    return [
+        {'apiVersion': V2, 'kind': 'AdmissionCheck', 'metadata': {'name': 'dispatch'},
+         'spec': {'controllerName': 'kueue.x-k8s.io/multikueue',
+                  'parameters': {'apiGroup': 'kueue.x-k8s.io', 'kind': 'MultiKueueConfig', 'name': 'workers'}}},
+        {'apiVersion': V2, 'kind': 'MultiKueueConfig', 'metadata': {'name': 'workers'}, 'spec': {'clusters': ['w1']}},
+        {'apiVersion': V2, 'kind': 'MultiKueueCluster', 'metadata': {'name': 'w1'},
+         'spec': {'clusterSource': {'kubeConfig': {'location': 'w1-kubeconfig', 'locationType': 'Secret'}}}},
+    ]
+
+
+def kubeconfig_secret(text=KUBECONFIG):
+    return {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'w1-kubeconfig'},
+            'stringData': {'kubeconfig': text}}
+
+
+@pytest.fixture
+def mk_server(monkeypatch):
+    return FakeServer().install(monkeypatch, namespaces=('team-a', 'kueue-system'))
+
+
+def test_secrets_applied_first_and_never_shown(mk_server):
+    masked = set()
+    res = engine_mod.run(FakeApiClient(), dict(resources=multikueue(), secrets=[kubeconfig_secret()], state='present',
+                                               prune=False, force=False, hold_admission=False, wait=True, timeout=60,
+                                               workers=4), diff=True, no_log_values=masked)
+    assert [c[1][0] for c in writes(mk_server)] == ['Secret', 'MultiKueueCluster', 'MultiKueueConfig',
+                                                    'AdmissionCheck']
+    assert ('Secret', 'kueue-system', 'w1-kubeconfig') in mk_server.store
+    assert res['counts']['Secret']['created'] == 1
+    assert KUBECONFIG in masked and 's3cr3t' not in json.dumps(res)
+    secret_diff = [d for d in res['diff'] if d['after_header'].startswith('Secret')][0]
+    assert secret_diff['after']['data'] == {'kubeconfig': '<redacted>'}
+
+    # A new kubeconfig: the diff says changed, still without the value.
+    res = engine_mod.run(FakeApiClient(), dict(resources=multikueue(), secrets=[kubeconfig_secret(KUBECONFIG + '#2')],
+                                               state='present', wait=True, timeout=60, workers=4), diff=True)
+    assert [d['after']['data'] for d in res['diff']] == [{'kubeconfig': '<redacted, changed>'}]
+    assert 's3cr3t' not in json.dumps(res)
+
+
+def test_secret_in_resources_refused_and_errors_scrubbed(mk_server):
+    with pytest.raises(engine_mod.QueueProblems) as err:
+        run(multikueue() + [kubeconfig_secret()])
+    text = err.value.message()
+    assert 'resources[3]: kind: give Secrets in the secrets option' in text and 's3cr3t' not in text
+
+    encoded = __import__('base64').b64encode(KUBECONFIG.encode()).decode()
+    mk_server.reject[('Secret', 'kueue-system', 'w1-kubeconfig')] = ('data', 'echoing %s' % encoded)
+    with pytest.raises(engine_mod.QueueProblems) as err:
+        run(multikueue(), secrets=[kubeconfig_secret()])
+    assert encoded not in err.value.message() and '<redacted>' in err.value.message()
+    assert writes(mk_server) == []

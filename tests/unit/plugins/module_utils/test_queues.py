@@ -426,3 +426,155 @@ def test_numeric_quantities_sent_as_strings():
     assert problems == []
     res = objs[0]['spec']['resourceGroups'][0]['flavors'][0]['resources'][0]
     assert res['nominalQuota'] == '32' and res['borrowingLimit'] == '0.5'
+
+
+# ------------------------------------------------------------------ MultiKueue
+KUBECONFIG = 'apiVersion: v1\nkind: Config\nusers:\n- name: w\n  user: {token: s3cr3t-token-value}\n'
+KUBECONFIG_B64 = __import__('base64').b64encode(KUBECONFIG.encode()).decode()
+
+
+def mk_cluster(name, secret=None, version='v1beta2', location_type=None):
+    kubeconfig = {'location': secret or name}
+    if location_type:
+        kubeconfig['locationType'] = location_type
+    spec = {'clusterSource': {'kubeConfig': kubeconfig}} if version == 'v1beta2' else {'kubeConfig': kubeconfig}
+    return {'apiVersion': 'kueue.x-k8s.io/' + version, 'kind': 'MultiKueueCluster', 'metadata': {'name': name},
+            'spec': spec}
+
+
+def mk_config(name, clusters):
+    return {'apiVersion': 'kueue.x-k8s.io/v1beta2', 'kind': 'MultiKueueConfig', 'metadata': {'name': name},
+            'spec': {'clusters': list(clusters)}}
+
+
+def mk_check(name, config='workers', **params):
+    parameters = {'apiGroup': 'kueue.x-k8s.io', 'kind': 'MultiKueueConfig', 'name': config}
+    parameters.update(params)
+    return {'apiVersion': 'kueue.x-k8s.io/v1beta2', 'kind': 'AdmissionCheck', 'metadata': {'name': name},
+            'spec': {'controllerName': 'kueue.x-k8s.io/multikueue', 'parameters': parameters}}
+
+
+def secret(name, namespace=None, **fields):
+    obj = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': name}, 'type': 'Opaque'}
+    if namespace:
+        obj['metadata']['namespace'] = namespace
+    obj.update(fields or {'data': {'kubeconfig': KUBECONFIG_B64}})
+    return obj
+
+
+def test_multikueue_kinds_in_dependency_order():
+    order = list(q.KIND_ORDER)
+    assert order.index('Secret') < order.index('MultiKueueCluster') < order.index('MultiKueueConfig') \
+        < order.index('AdmissionCheck') < order.index('ClusterQueue')
+    objs = q.dependency_order([mk_check('mk'), mk_config('workers', ['w1']), mk_cluster('w1'),
+                               secret('w1', 'kueue-system')])
+    assert [o['kind'] for o in objs] == ['Secret', 'MultiKueueCluster', 'MultiKueueConfig', 'AdmissionCheck']
+
+
+def test_multikueue_cluster_converted_both_ways():
+    objs, problems = norm([mk_cluster('w1', version='v1beta1')], V2)
+    assert problems == []
+    assert objs[0]['spec'] == {'clusterSource': {'kubeConfig': {'location': 'w1'}}}
+    objs, problems = norm([mk_cluster('w1')], V1)
+    assert problems == [] and objs[0]['apiVersion'] == 'kueue.x-k8s.io/v1beta1'
+    assert objs[0]['spec'] == {'kubeConfig': {'location': 'w1'}}
+    wrong = mk_cluster('w2')
+    wrong['spec'] = {'kubeConfig': {'location': 'w2'}}
+    _objs, problems = norm([wrong], V2)
+    assert texts(problems) == ['MultiKueueCluster w2: spec.kubeConfig: not a field of kueue.x-k8s.io/v1beta2 '
+                               'MultiKueueCluster; write spec.clusterSource.kubeConfig (or change apiVersion)']
+
+
+def test_secret_normalised_string_data_folded_and_namespace_defaulted():
+    problems = []
+    objs = q.normalise_all([('src#0', secret('w1', stringData={'kubeconfig': KUBECONFIG}))], V2, problems,
+                           'kueue-mk')
+    assert problems == []
+    assert objs == [{'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'w1', 'namespace': 'kueue-mk'},
+                     'type': 'Opaque', 'data': {'kubeconfig': KUBECONFIG_B64}}]
+
+
+def test_secret_problems_never_show_values():
+    docs = [secret('a', 'other-ns'), secret('b', data={'kubeconfig': 'not base64 ' + KUBECONFIG}),
+            secret('c', data={'token': KUBECONFIG_B64}), dict(secret('d'), apiVersion='v2'),
+            dict(secret('e'), spec={'x': 1})]
+    problems = []
+    assert q.normalise_all([('src#%d' % i, d) for i, d in enumerate(docs)], V2, problems) == []
+    got = texts(problems)
+    assert [(p.obj, p.field) for p in problems] == [
+        ('Secret other-ns/a', 'metadata.namespace'), ('Secret kueue-system/b', 'data.kubeconfig'),
+        ('Secret kueue-system/c', 'data.kubeconfig'), ('Secret kueue-system/d', 'apiVersion'),
+        ('Secret kueue-system/e', 'spec')]
+    for text in got:
+        assert 's3cr3t' not in text and KUBECONFIG_B64 not in text
+
+
+def test_multikueue_cross_references():
+    objs = [secret('w1', 'kueue-system'), mk_cluster('w1'), mk_cluster('w2', 'missing'),
+            mk_cluster('w3', '/etc/kc', location_type='Path'), mk_config('workers', ['w1', 'w2', 'nope']),
+            mk_check('mk'), mk_check('mk-bad', config='absent'), mk_check('mk-kind', kind='ProvisioningRequestConfig'),
+            secret('stray', 'kueue-system')]
+    got = texts(validate(objs, namespaces=('kueue-system',)))
+    assert got == [
+        "MultiKueueCluster w2: spec.clusterSource.kubeConfig.location: Secret kueue-system/missing does not exist in "
+        "the input or the cluster; create it with the worker cluster's kubeconfig under the key 'kubeconfig' (or "
+        "restore a backup taken with include_secrets: true)",
+        "MultiKueueConfig workers: spec.clusters[2]: MultiKueueCluster 'nope' does not exist in the input or the "
+        "cluster",
+        "AdmissionCheck mk-bad: spec.parameters.name: MultiKueueConfig 'absent' does not exist in the input or the "
+        "cluster",
+        "AdmissionCheck mk-kind: spec.parameters.name: ProvisioningRequestConfig 'workers' does not exist in the "
+        "input or the cluster",
+        "AdmissionCheck mk-kind: spec.parameters: an AdmissionCheck of controller kueue.x-k8s.io/multikueue needs "
+        "parameters {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: <MultiKueueConfig>}",
+        "Secret kueue-system/stray: kind: no MultiKueueCluster of the input or the cluster uses this Secret; "
+        "kueue_queues applies only the Secrets MultiKueueClusters read their kubeconfig from "
+        "(spec.clusterSource.kubeConfig.location); apply other Secrets with kubernetes.core.k8s",
+    ]
+
+
+def test_multikueue_secret_live_and_namespace():
+    live_secret = secret('w1', 'kueue-system')
+    assert validate([mk_cluster('w1')], live=[live_secret], namespaces=()) == []
+    no_key = secret('w2', 'kueue-system', data={'other': KUBECONFIG_B64})
+    assert texts(validate([mk_cluster('w2')], live=[no_key])) == [
+        "MultiKueueCluster w2: spec.clusterSource.kubeConfig.location: Secret kueue-system/w2 has no key "
+        "'kubeconfig', where Kueue reads the kubeconfig"]
+    # A Secret of the input used by a live MultiKueueCluster; the Kueue namespace must exist.
+    got = texts(validate([secret('w1', 'kueue-system')], live=[mk_cluster('w1')], namespaces=()))
+    assert got == ["Secret kueue-system/w1: metadata.namespace: namespace 'kueue-system' (where Kueue runs) does not "
+                   "exist; install Kueue first"]
+
+
+def test_secrets_pruned_only_when_no_remaining_cluster_uses_them():
+    live = {}
+    for obj in [managed(secret('w1', 'kueue-system')), managed(secret('w2', 'kueue-system')),
+                secret('w3', 'kueue-system'), managed(mk_cluster('w1')), managed(mk_cluster('w2'))]:
+        live.setdefault(obj['kind'], {})[q.obj_key(obj)] = obj
+    # w1 leaves the input with its Secret; w2 stays (declared) and keeps using its Secret.
+    declared = [mk_cluster('w2')]
+    desired = set(q.obj_key(o) for o in declared)
+    got = q.prune_candidates(live, desired, objects=declared)
+    assert got == [('MultiKueueCluster', '', 'w1'), ('Secret', 'kueue-system', 'w1')]
+
+
+def test_secret_values_and_redaction():
+    obj = secret('w1', 'kueue-system')
+    values = q.secret_values([obj, rf('x'), {'kind': 'Secret', 'stringData': {'k': 'plain'}}])
+    assert values == {KUBECONFIG_B64, KUBECONFIG, 'plain'}
+    view = q.diff_view(obj)
+    assert view['data'] == {'kubeconfig': '<redacted>'}
+    changed = copy.deepcopy(obj)
+    changed['data']['kubeconfig'] = 'Y2hhbmdlZA=='
+    assert q.diff_view(changed, obj)['data'] == {'kubeconfig': '<redacted, changed>'}
+    assert q.diff_view(obj, obj)['data'] == {'kubeconfig': '<redacted>'}
+    assert obj['data']['kubeconfig'] == KUBECONFIG_B64  # the input is untouched
+    assert q.diff_view(rf('x')) == rf('x')
+
+
+def test_multikueue_config_quota_management_down_to_v1beta1():
+    manual = dict(mk_config('a', ['w1']), spec={'clusters': ['w1'], 'quotaManagement': 'Manual'})
+    automated = dict(mk_config('b', ['w1']), spec={'clusters': ['w1'], 'quotaManagement': 'Automated'})
+    objs, problems = norm([manual, automated], V1)
+    assert objs[0]['spec'] == {'clusters': ['w1']}
+    assert [(p.obj, p.field) for p in problems] == [('MultiKueueConfig b', 'spec.quotaManagement')]
