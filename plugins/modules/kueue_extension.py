@@ -372,15 +372,19 @@ class KueueExtension:
         return KueueOpsError('%s did not finish within %ss%s' % (what, self.p['timeout'], state), field='timeout',
                              fix='raise timeout; the operation may still finish in Azure, run the task again to see')
 
-    def failed(self, extension, what):
+    def failed(self, extension, what, deleting=False):
         props = extension.get('properties') or {}
+        if deleting:
+            fix = ('run the task again to retry the deletion, or set force_delete=true to remove the extension '
+                   'resource even if the cluster cannot be cleaned up')
+        else:
+            fix = ('correct the cause named above (settings, version, cluster capacity) and run again; an extension '
+                   'whose state is Failed is created again')
         return KueueOpsError('%s: the extension is %s: %s' % (what, props.get('provisioningState'),
                                                               x._scrub(x.failure_message(extension), self.secrets)),
-                             field='name',
-                             fix='correct the cause named above (settings, version, cluster capacity) and run again; '
-                                 'the extension is re-created when its state is Failed')
+                             field='name', fix=fix)
 
-    def follow(self, poller, what):
+    def follow(self, poller, what, deleting=False):
         """Wait for an LRO poller; on an operation failure report the extension's own errorInfo."""
         try:
             poller.wait(timeout=self.remaining())
@@ -390,7 +394,7 @@ class KueueExtension:
         except AzureError as exc:
             current = self.get_extension()
             if current is not None and x.is_failed(current):
-                raise self.failed(current, what)
+                raise self.failed(current, what, deleting)
             raise self.azure(exc, what)
 
     def wait_ready(self, what):
@@ -423,7 +427,7 @@ class KueueExtension:
             if current is None:
                 return
             if x.is_failed(current):
-                raise self.failed(current, what)
+                raise self.failed(current, what, deleting=True)
             if time.time() >= self.deadline:
                 raise self.timed_out(what, current)
             time.sleep(min(POLL_SECONDS, self.remaining()))
@@ -638,7 +642,7 @@ class KueueExtension:
         except AzureError as exc:
             raise self.azure(exc, what)
         if p['wait']:
-            self.follow(poller, what)
+            self.follow(poller, what, deleting=True)
             self.wait_gone(what)
         return result
 
@@ -678,13 +682,13 @@ def main():
     runner = KueueExtension(module)
     try:
         result = runner.run()
-    except KueueOpsError as exc:
-        module.fail_json(msg=exc.message(), warnings=runner.warnings)
     except Exception as exc:  # pylint: disable=broad-except
-        # Never a traceback: anything unexpected is reported in one line, secrets scrubbed.
+        # Never a traceback: a KueueOpsError names the option and the fix; anything unexpected
+        # is reported in one line, secrets scrubbed.
+        for warning in runner.warnings:
+            module.warn(warning)
         module.fail_json(msg=x.describe_azure_error(exc, 'managing extension %s' % module.params['name'],
-                                                    module.params, runner.secrets).message(),
-                         warnings=runner.warnings)
+                                                    module.params, runner.secrets).message())
     for warning in runner.warnings:
         module.warn(warning)
     module.exit_json(**result)
