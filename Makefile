@@ -40,6 +40,12 @@ cluster-down: ## Stop exactly what cluster-up started (idempotent)
 cluster-env: ## Print export lines for the running cluster (use: eval "$$(make -s cluster-env)")
 	@$(VPY) -m tests.harness env
 
+.PHONY: emulator-up emulator-down
+emulator-up: cluster-up ## Start the ARM emulator beside the local cluster (AZURE_* exports in cluster-env)
+	$(VPY) -m tests.emulators.arm up
+emulator-down: ## Stop the ARM emulator (cluster-down stops it too)
+	@if [ -x $(VPY) ]; then $(VPY) -m tests.emulators.arm down; fi
+
 .PHONY: hold-manager release-manager
 hold-manager: ## Stop the Kueue manager of the local cluster and keep it stopped (for failure drills)
 	$(VPY) -m tests.harness hold

@@ -7,6 +7,8 @@ import os
 import shlex
 import sys
 
+from tests.emulators.arm.emulator import ArmEmulator
+
 from .cluster import Cluster, HarnessError
 
 
@@ -34,6 +36,10 @@ def main(argv: list[str]) -> int:
                     value = value.rsplit(":", 1)[0]
                     print('export PATH=%s:"$PATH"' % shlex.quote(value))
                 else:
+                    print("export %s=%s" % (key, shlex.quote(value)))
+            arm = ArmEmulator(cluster.folder)
+            if arm.running():
+                for key, value in arm.env().items():
                     print("export %s=%s" % (key, shlex.quote(value)))
         elif cmd == "status":
             print(json.dumps({"running": cluster.running(), "folder": cluster.folder,

@@ -1,4 +1,5 @@
-"""The node agent: plays the kubelet for the Kueue manager, and only for it.
+"""The node agent: plays the kubelet for the Kueue manager, and only for it (plus the
+kueue-extension Pod of the ARM emulator's AKS extension, see ExtensionPod).
 
 It registers one Node, binds the Kueue controller-manager Pods that the
 Deployment's ReplicaSet creates, and runs the real Kueue manager binary of the
@@ -41,6 +42,8 @@ from . import pki
 NODE = "kueueops-local"
 VISIBILITY_GROUP_SUFFIX = "visibility.kueue.x-k8s.io"
 BACKOFF = (2, 5, 10, 20, 40)
+# The image of the kueue-extension Deployment that tests/emulators/arm installs.
+EXTENSION_IMAGE = "kueueops.local/aks/kueue-extension:"
 
 
 def now() -> str:
@@ -86,6 +89,8 @@ class Api:
 
 class Manager:
     """One Kueue manager process standing in for one Pod."""
+
+    kueue = True
 
     def __init__(self, agent: "Agent", pod: dict):
         self.agent = agent
@@ -332,6 +337,39 @@ class Manager:
             self.last_status = desired
 
 
+class ExtensionPod(Manager):
+    """The AKS Kueue extension's Pod (tests/emulators/arm): its container's `python -m MODULE`
+    runs as a local process with the Pod's service account, and Ready follows its /readyz."""
+
+    kueue = False
+
+    @staticmethod
+    def container(pod: dict) -> dict | None:
+        for c in pod["spec"].get("containers", []):
+            if c.get("image", "").startswith(EXTENSION_IMAGE) and (c.get("command") or [""])[0] == "python":
+                return c
+        return None
+
+    def prepare(self, pod: dict) -> bool:
+        c = self.container(pod)
+        self.health_port = free_port()
+        self.cert_secret = None
+        self.kubeconfig = self.agent.service_account_kubeconfig(self.ns, pod["spec"].get("serviceAccountName", "default"), self.dir)
+        self.binary = sys.executable
+        self.argv = [sys.executable] + c["command"][1:] + c.get("args", [])
+        self.env = {e["name"]: e["value"] for e in c.get("env", []) if "value" in e}
+        self.env["HEALTH_PROBE_BIND_ADDRESS"] = "127.0.0.1:%d" % self.health_port
+        return True
+
+    def held(self) -> bool:
+        return False  # `make hold-manager` holds the Kueue manager only
+
+
+def runner_for(pod: dict):
+    """The class that runs `pod` on this node, or None for Pods the agent leaves alone."""
+    return next((cls for cls in (Manager, ExtensionPod) if cls.container(pod)), None)
+
+
 class ServiceProxy:
     """kube-proxy's job for one Service address: accept on ClusterIP:port (inside
     127.0.0.0/8) and forward each TCP connection to a backend that `pick()` names."""
@@ -462,7 +500,7 @@ class Agent:
     def bind_new_pods(self):
         pods = self.api.get("/api/v1/pods?fieldSelector=" + urllib.parse.quote("spec.nodeName=,status.phase=Pending"))
         for pod in (pods or {}).get("items", []):
-            if pod["metadata"].get("deletionTimestamp") or not Manager.container(pod):
+            if pod["metadata"].get("deletionTimestamp") or not runner_for(pod):
                 continue
             self.api.call("POST", "/api/v1/namespaces/%s/pods/%s/binding" % (pod["metadata"]["namespace"], pod["metadata"]["name"]), {
                 "apiVersion": "v1", "kind": "Binding",
@@ -474,7 +512,7 @@ class Agent:
     def fixups(self):
         """Managers that cannot serve the visibility API run without it; then its APIServices
         would break discovery for every client, so they go."""
-        if not any(m.proc and not m.visibility for m in self.managers.values()):
+        if not any(m.kueue and m.proc and not m.visibility for m in self.managers.values()):
             return
         services = self.api.get("/apis/apiregistration.k8s.io/v1/apiservices") or {"items": []}
         for item in services["items"]:
@@ -499,10 +537,11 @@ class Agent:
                                "preconditions": {"uid": uid}})
                 log("deleted pod %s/%s" % (pod["metadata"]["namespace"], pod["metadata"]["name"]))
                 continue
-            if not Manager.container(pod):
+            runner = runner_for(pod)
+            if not runner:
                 continue
             if not mgr:
-                mgr = self.managers[uid] = Manager(self, pod)
+                mgr = self.managers[uid] = runner(self, pod)
             mgr.ensure_running(pod)
             mgr.report(pod)
         for uid in list(self.managers):

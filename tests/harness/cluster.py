@@ -407,6 +407,9 @@ class Cluster:
 
     # ----------------------------------------------------------------- down
     def down(self) -> None:
+        from tests.emulators.arm.emulator import ArmEmulator  # it runs beside this cluster and needs it
+        if ArmEmulator(self.folder).down():
+            log("stopped the ARM emulator of %s" % self.folder)
         procs = self.state.get("processes") or {}
         # The agent first: it stops the Kueue managers it started.
         order = ["agent", "kube-controller-manager", "registry", "kube-apiserver", "etcd"]

@@ -86,3 +86,44 @@ def kueue(cluster, kube):
                 raise
         wait_for("namespace kueue-system to be gone",
                  lambda: "kueue-system" not in [n.metadata.name for n in core.list_namespace().items], timeout=180)
+
+
+@pytest.fixture(scope="session")
+def arm(cluster):
+    """The ARM emulator (tests/emulators/arm) beside the local cluster, reused when running,
+    else started for the session and stopped afterwards. Its AZURE_* and AKS_* variables
+    (ArmEmulator.env()) are set in os.environ for the session and restored afterwards."""
+    from tests.emulators.arm.emulator import ArmEmulator
+
+    emulator = ArmEmulator(cluster.folder)
+    lock_path = os.path.join(cluster.folder, ".arm-lock")  # the lock of `python -m tests.emulators.arm up|down`
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        started_here = not emulator.running()
+        if started_here:
+            emulator.up()
+    env = emulator.env()
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    yield emulator
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    if started_here:
+        with open(lock_path, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            emulator.down()
+
+
+@pytest.fixture
+def arm_control(arm):
+    """The emulator's switches (tests/emulators/arm/control.py): faults, provisioning, cluster
+    properties, request log; reset before and after each test."""
+    from tests.emulators.arm.control import Control
+
+    ctl = Control(arm.url, arm.ca_path)
+    ctl.reset()
+    yield ctl
+    ctl.reset()
