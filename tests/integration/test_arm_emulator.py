@@ -181,6 +181,8 @@ def test_extension_lifecycle(cluster, kube, azure, arm_control):
     assert updated.properties.provisioning_state == "Succeeded"
     assert updated.properties.configuration_settings == {"emulator.note": "second"}
     assert arm_control.requests(method="PATCH")[-1]["status"] == 202
+    azure["ext"].extensions.begin_update(*ext_args(azure), patch).result()
+    assert arm_control.requests(method="PATCH")[-1]["status"] == 200  # nothing to change: no operation
     values = yaml.safe_load(helm(cluster, os.environ["HELM_V3"], "get", "values", "kueue", "-n", "kueue-system",
                                  "-o", "yaml").stdout)
     assert values["emulator"] == {"note": "second", "secret": "hunter2"}
@@ -225,6 +227,25 @@ def test_failed_provisioning_reports_error_info(kube, azure, arm_control):
     assert props.provisioning_state == "Failed" and "Version '0.11.0'" in props.error_info.message
     azure["ext"].extensions.begin_delete(*ext_args(azure)).result()
     assert crds(kube) == []  # nothing was installed, nothing to remove
+
+
+def test_slow_provisioning_conflict_and_force_delete(azure, arm_control):
+    from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
+
+    arm_control.provisioning(delay_seconds=3, fail={"code": "ExtensionOperationFailed", "message": "late failure"})
+    body = {"properties": {"extensionType": "microsoft.kueue"}}
+    poller = azure["ext"].extensions.begin_create(*ext_args(azure), body)
+    assert azure["ext"].extensions.get(*ext_args(azure)).properties.provisioning_state == "Creating"
+    with pytest.raises(ResourceExistsError) as err:
+        azure["ext"].extensions.begin_create(*ext_args(azure), body)
+    assert err.value.status_code == 409 and err.value.error.code == "Conflict"
+    with pytest.raises(HttpResponseError):
+        poller.result()
+    assert azure["ext"].extensions.get(*ext_args(azure)).properties.provisioning_state == "Failed"
+    azure["ext"].extensions.begin_delete(*ext_args(azure), force_delete=True).result()
+    assert arm_control.requests(method="DELETE")[-1]["status"] == 200
+    with pytest.raises(ResourceNotFoundError):
+        azure["ext"].extensions.get(*ext_args(azure))
 
 
 def test_unmanaged_kueue_rejects_creation(cluster, kube, azure, arm_control):

@@ -665,8 +665,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 class Server(http.server.ThreadingHTTPServer):
+    """TLS per connection in the connection's own thread, so a client that never completes its
+    handshake holds up nobody else."""
+
     daemon_threads = True
     allow_reuse_address = True
+
+    def __init__(self, address, handler, tls: ssl.SSLContext):
+        super().__init__(address, handler)
+        self.tls = tls
+
+    def finish_request(self, request, client_address):
+        request.settimeout(10)
+        try:
+            conn = self.tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        conn.settimeout(None)
+        try:
+            super().finish_request(conn, client_address)
+        finally:
+            conn.close()
 
 
 def main(folder: str) -> None:
@@ -675,10 +694,9 @@ def main(folder: str) -> None:
         config = json.load(handle)
     emulator = Emulator(folder, config)
     handler = type("BoundHandler", (Handler,), {"emulator": emulator})
-    server = Server(("127.0.0.1", config["port"]), handler)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(os.path.join(arm_dir, "server.crt"), os.path.join(arm_dir, "server.key"))
-    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(os.path.join(arm_dir, "server.crt"), os.path.join(arm_dir, "server.key"))
+    server = Server(("127.0.0.1", config["port"]), handler, tls)
     log("listening on %s (extension deployments: %s, %s)" % (config["url"], MANAGER, EXTENSION_DEPLOYMENT))
     server.serve_forever()
 
