@@ -162,6 +162,33 @@ def test_install_idempotent_check_diff_settings_credentials_uninstall(cluster, k
     assert run(ext_args(state="absent")).changed == 0
 
 
+def test_pinned_version_then_release_train(cluster, kube, arm, no_extension):
+    ctl = no_extension
+    newest, previous = os.environ["KUEUE_CHART_VERSIONS"].split()[:2]
+    pinned = ext_args(version="v" + previous)
+    first = run(pinned)
+    assert first.rc == 0, first.stdout[-3000:]
+    props = first.result("Manage the Kueue extension")["extension"]["properties"]
+    # A pin is sent with autoUpgradeMinorVersion=false (the API refuses a version otherwise), mode none.
+    assert props["version"] == previous and props["currentVersion"] == previous
+    assert props["autoUpgradeMinorVersion"] is False and props["autoUpgradeMode"] == "none"
+    apps = client.AppsV1Api(kube)
+    image = apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system").spec.template.spec.containers[0].image
+    assert image.endswith(":v" + previous), image
+    assert run(pinned).changed == 0
+
+    ctl.clear_requests()
+    train = run(ext_args(), diff=True)
+    assert train.rc == 0, train.stdout[-3000:]
+    res = train.result("Manage the Kueue extension")
+    assert res["operation"] == "updated" and res["changes"] == ["version"]
+    assert res["diff"]["before"]["version"] == previous and res["diff"]["after"]["version"] is None
+    props = res["extension"]["properties"]
+    assert props["autoUpgradeMinorVersion"] is True and props["currentVersion"] == newest
+    assert [r["method"] for r in writes(ctl)] == ["PATCH"]
+    assert run(ext_args()).changed == 0
+
+
 @pytest.mark.parametrize("properties,needle", [
     ({"kubernetesVersion": "1.33.7", "currentKubernetesVersion": "1.33.7"}, "Kubernetes 1.33.7"),
     ({"sku": {"name": "Automatic", "tier": "Standard"}}, "AKS Automatic"),
