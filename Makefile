@@ -76,3 +76,7 @@ demo: venv toolchain ## Start the local cluster and run the main job (playbooks/
 .PHONY: bench
 bench: venv toolchain ## Benchmark kueue_queues against kubernetes.core.k8s on 1,068 Kueue objects (~31 min, not a test; bench/README.md)
 	$(VPY) bench/run.py $(BENCH_ARGS)
+
+.PHONY: ee-context
+ee-context: venv toolchain ## Execution environment build context (ansible-builder create) in build/ee/context
+	hack/ee-context.sh

@@ -38,6 +38,23 @@ def condition_status(obj, ctype):
     return None
 
 
+def flavor_quotas(cq):
+    """``[{name, resources: [{name, nominal, used}]}]`` of a ClusterQueue: nominal quota from its spec,
+    used from ``status.flavorsUsage`` (what admitted workloads use)."""
+    used = {}
+    for flavor in (cq.get("status") or {}).get("flavorsUsage") or []:
+        for res in flavor.get("resources") or []:
+            used[(flavor.get("name"), res.get("name"))] = res.get("total")
+    out = []
+    for group in (cq.get("spec") or {}).get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            out.append({"name": flavor.get("name"), "resources": [
+                {"name": res.get("name"), "nominal": str(res.get("nominalQuota", "")),
+                 "used": str(used.get((flavor.get("name"), res.get("name")), "0"))}
+                for res in flavor.get("resources") or []]})
+    return out
+
+
 class Check:
     def __init__(self, name, ok, reason, details=None):
         self.name, self.ok, self.reason, self.details = name, ok, reason, details
@@ -223,6 +240,7 @@ class Verifier:
 
     # ---------------------------------------------------------------- queues
     def queue_status(self):
+        """ClusterQueues (cohort, flavors with nominal and used quota, pending/admitted) and LocalQueues."""
         version = self.served_version()
         out = {"cluster_queues": [], "local_queues": []}
         try:
@@ -242,6 +260,7 @@ class Verifier:
                 "pending": st.get("pendingWorkloads", 0),
                 "admitted": st.get("admittedWorkloads", 0),
                 "cohort": (cq.get("spec") or {}).get("cohortName") or (cq.get("spec") or {}).get("cohort"),
+                "flavors": flavor_quotas(cq),
             })
         for lq in lqs:
             st = lq.get("status") or {}

@@ -156,11 +156,15 @@ integrations:
   type: list
   elements: str
 queues:
-  description: ClusterQueues and LocalQueues with active state and pending/admitted workload counts.
+  description:
+    - ClusterQueues (cohort, flavors with nominal and used quota, active state, pending/admitted workload counts) and
+      LocalQueues (their ClusterQueue, active state, pending/admitted). The filter
+      P(kueueops.aks.kueue_status_report#filter) renders them as tables.
   returned: when O(queues=true)
   type: dict
   sample:
-    cluster_queues: [{name: team-a, active: true, pending: 0, admitted: 2, cohort: research}]
+    cluster_queues: [{name: team-a, active: true, pending: 0, admitted: 2, cohort: research,
+                      flavors: [{name: on-demand, resources: [{name: cpu, nominal: "32", used: "4"}]}]}]
     local_queues: [{name: user-queue, namespace: team-a, cluster_queue: team-a, active: true, pending: 0, admitted: 2}]
 """
 

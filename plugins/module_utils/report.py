@@ -1,0 +1,125 @@
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Human-readable status of a cluster from a ``kueue_verify`` result.
+
+``render(results, fmt)`` takes ``{cluster name: kueue_verify result}`` and returns text
+(fixed-width tables for the end of a play), Markdown (a wiki page, an AWX artifact) or
+HTML. Pure functions: no Ansible, no Kubernetes client.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import html
+
+FORMATS = ('text', 'markdown', 'html')
+
+
+def _flavors(queue):
+    """``on-demand cpu 12/32, memory 40Gi/128Gi; spot cpu 0/64`` from a ClusterQueue entry."""
+    parts = []
+    for flavor in queue.get('flavors') or []:
+        resources = ', '.join('%s %s/%s' % (r.get('name'), r.get('used', 0), r.get('nominal', '-'))
+                              for r in flavor.get('resources') or [])
+        parts.append(('%s %s' % (flavor.get('name'), resources)).strip())
+    return '; '.join(parts) or '-'
+
+
+def tables(result):
+    """The tables of one cluster: ``[(title, header, rows)]``, every cell a string."""
+    checks = [('PASS' if c.get('ok') else 'FAIL', str(c.get('name', '')), str(c.get('reason') or ''))
+              for c in result.get('checks') or []]
+    out = [('Checks', ('result', 'check', 'why'), checks)]
+    queues = result.get('queues') or {}
+    cqs = [(q.get('name', ''), q.get('cohort') or '-', _flavors(q), str(q.get('pending', 0)),
+            str(q.get('admitted', 0)), 'yes' if q.get('active') else 'no (%s)' % (q.get('reason') or 'unknown'))
+           for q in queues.get('cluster_queues') or []]
+    lqs = [('%s/%s' % (q.get('namespace', ''), q.get('name', '')), q.get('cluster_queue') or '-',
+            str(q.get('pending', 0)), str(q.get('admitted', 0)), 'yes' if q.get('active') else 'no')
+           for q in queues.get('local_queues') or []]
+    out.append(('ClusterQueues', ('ClusterQueue', 'cohort', 'flavors (used/nominal)', 'pending', 'admitted',
+                                  'active'), cqs))
+    out.append(('LocalQueues', ('LocalQueue', 'ClusterQueue', 'pending', 'admitted', 'active'), lqs))
+    return out
+
+
+def summary(result):
+    failed = result.get('failed_checks') or []
+    head = 'Kueue %s (%s)' % (result.get('version') or 'not found', result.get('install_method') or 'unknown')
+    if failed:
+        return '%s: %d check(s) failed: %s' % (head, len(failed), ', '.join(failed))
+    return '%s: all %d checks passed' % (head, len(result.get('checks') or []))
+
+
+def _text_table(header, rows):
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+
+    def line(cells):
+        return '  '.join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    return [line(header), line(['-' * w for w in widths])] + [line(r) for r in rows]
+
+
+def _md_cell(value):
+    return str(value).replace('|', '\\|').replace('\n', ' ')
+
+
+def render_lines(result, cluster=None):
+    """Text lines for one cluster (what a debug task prints at the end of a play)."""
+    lines = ['%s%s' % ('%s: ' % cluster if cluster else '', summary(result))]
+    for title, header, rows in tables(result):
+        if not rows:
+            lines.append('%s: none' % title)
+            continue
+        lines.append('%s:' % title)
+        lines.extend('  ' + row for row in _text_table(header, rows))
+    return lines
+
+
+def render(results, fmt='text'):
+    """The report of several clusters (``{name: kueue_verify result}``) as one string."""
+    if fmt not in FORMATS:
+        raise ValueError('format must be one of %s, got %r' % (', '.join(FORMATS), fmt))
+    chunks = []
+    for cluster in sorted(results):
+        result = results[cluster] or {}
+        if fmt == 'text':
+            chunks.append('\n'.join(render_lines(result, cluster)))
+            continue
+        if fmt == 'markdown':
+            part = ['## %s' % cluster, '', summary(result), '']
+            for title, header, rows in tables(result):
+                part.extend(['### %s' % title, ''])
+                if not rows:
+                    part.extend(['none', ''])
+                    continue
+                part.append('| %s |' % ' | '.join(header))
+                part.append('|%s|' % '|'.join('---' for _ in header))
+                part.extend('| %s |' % ' | '.join(_md_cell(c) for c in row) for row in rows)
+                part.append('')
+            chunks.append('\n'.join(part))
+            continue
+        part = ['<section><h2>%s</h2>' % html.escape(cluster), '<p>%s</p>' % html.escape(summary(result))]
+        for title, header, rows in tables(result):
+            part.append('<h3>%s</h3>' % html.escape(title))
+            if not rows:
+                part.append('<p>none</p>')
+                continue
+            part.append('<table><thead><tr>%s</tr></thead><tbody>' % ''.join(
+                '<th>%s</th>' % html.escape(h) for h in header))
+            for row in rows:
+                css = ' class="fail"' if row[0] == 'FAIL' else ''
+                part.append('<tr%s>%s</tr>' % (css, ''.join('<td>%s</td>' % html.escape(str(c)) for c in row)))
+            part.append('</tbody></table>')
+        part.append('</section>')
+        chunks.append('\n'.join(part))
+    if fmt == 'markdown':
+        return '# Kueue status\n\n' + '\n'.join(chunks)
+    if fmt == 'html':
+        return ('<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Kueue status</title><style>'
+                'table{border-collapse:collapse}td,th{border:1px solid #999;padding:2px 6px}'
+                'tr.fail td{background:#fdd}</style></head><body><h1>Kueue status</h1>\n'
+                + '\n'.join(chunks) + '\n</body></html>\n')
+    return '\n\n'.join(chunks)
