@@ -204,9 +204,6 @@ def test_pinned_version_then_release_train(cluster, kube, arm, no_extension):
     assert run(ext_args()).changed == 0
 
 
-@pytest.mark.xfail(reason="the ARM emulator issues a new client certificate on every listClusterUserCredential "
-                          "call, where AKS returns the same credential until it is rotated (reported to its author)",
-                   strict=False)
 def test_kubeconfig_file_is_rewritten_only_when_it_differs(arm, no_extension, tmp_path):
     dest = str(tmp_path / "user.kubeconfig")
     args = ext_args(kubeconfig_dest=dest, preflight=False)

@@ -98,6 +98,7 @@ class Emulator:
         self.provisioning = {"delay_seconds": 0.0, "fail": None}
         self.requests: list[dict] = []
         self.busy: dict[str, threading.Thread] = {}
+        self.issued_credentials: dict[str, str] = {}  # User/Admin -> base64 kubeconfig
 
     # ------------------------------------------------------------- identity
     def cluster_id(self) -> str:
@@ -169,9 +170,13 @@ class Emulator:
         return body
 
     def credentials(self, kind: str) -> dict:
-        user = "cluster%s_%s_%s" % (kind, self.config["resource_group"], self.config["cluster_name"])
-        value = base64.b64encode(self.installer.kubeconfig(user)).decode()
-        return {"kubeconfigs": [{"name": "cluster" + kind, "value": value}]}
+        """As AKS does: the same credential on every call until it is rotated (here: for the life of
+        the emulator), so a kubeconfig written from it is stable between runs."""
+        with self.lock:
+            if kind not in self.issued_credentials:
+                user = "cluster%s_%s_%s" % (kind, self.config["resource_group"], self.config["cluster_name"])
+                self.issued_credentials[kind] = base64.b64encode(self.installer.kubeconfig(user)).decode()
+            return {"kubeconfigs": [{"name": "cluster" + kind, "value": self.issued_credentials[kind]}]}
 
     # ----------------------------------------------------------- extensions
     def ext_id(self, name: str) -> str:
