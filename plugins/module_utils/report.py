@@ -96,7 +96,7 @@ def render(results, fmt='text'):
                     part.extend(['none', ''])
                     continue
                 part.append('| %s |' % ' | '.join(header))
-                part.append('|%s|' % '|'.join('---' for _ in header))
+                part.append('|%s|' % '|'.join('---' for dummy in header))
                 part.extend('| %s |' % ' | '.join(_md_cell(c) for c in row) for row in rows)
                 part.append('')
             chunks.append('\n'.join(part))
