@@ -11,7 +11,10 @@ import sys
 from .ansible import REPO, run_playbook
 
 BIN = os.path.dirname(sys.executable)
-MODULES = ["kueue_helm", "kueue_verify", "kueue_queues", "kueue_backup", "kueue_gitops", "kueue_jobs_info"]
+MODULES = sorted(f[:-3] for f in os.listdir(os.path.join(REPO, "plugins", "modules")) if f.endswith(".py")
+                 and not f.startswith("_"))
+FILTERS = sorted(f[:-3] for f in os.listdir(os.path.join(REPO, "plugins", "filter")) if f.endswith(".py")
+                 and not f.startswith("_"))
 
 
 def test_build_install_and_ansible_doc(tmp_path):
@@ -38,6 +41,12 @@ def test_build_install_and_ansible_doc(tmp_path):
         data = json.loads(doc.stdout)["kueueops.aks." + module]
         assert data["doc"]["short_description"] and data["examples"] and data["return"]
         assert "kubeconfig" in data["doc"]["options"]  # the shared kube_auth fragment
+    assert {"kueue_extension", "kueue_helm", "kueue_info", "kueue_queues"} <= set(MODULES)
+    for name in FILTERS:
+        doc = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "filter", "--json", "kueueops.aks." + name],
+                             capture_output=True, text=True, env=env)
+        assert doc.returncode == 0, doc.stderr
+        assert json.loads(doc.stdout)["kueueops.aks." + name]["doc"]["short_description"]
     role = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "role", "--json", "kueueops.aks.kueue"],
                           capture_output=True, text=True, env=env)
     assert role.returncode == 0, role.stderr
