@@ -8,6 +8,8 @@ Jobs left), and the fault switches.
 from __future__ import annotations
 
 import base64
+import ipaddress
+import json
 import os
 import ssl
 import urllib.error
@@ -158,6 +160,13 @@ def test_extension_lifecycle(cluster, kube, azure, arm_control):
     assert result.properties.configuration_settings == {"emulator.note": "first"}
     assert not result.properties.configuration_protected_settings
     assert result.properties.aks_assigned_identity.type == "SystemAssigned" and result.system_data.created_by_type == "Application"
+    # Everything now running listens on loopback only: the control plane, the Kueue manager and the
+    # extension's process the node agent runs, and the emulator itself.
+    from .test_harness import _listeners_of, assert_loopback_only
+    assert_loopback_only(cluster, kube)
+    with open(os.path.join(cluster.folder, "arm", "state.json")) as handle:
+        emulator = _listeners_of({json.load(handle)["pid"]})
+    assert emulator and all(ipaddress.ip_address(addr).is_loopback for addr, _port, _pid in emulator), emulator
 
     for name in ("kueue-controller-manager", "kueue-extension"):
         dep = apps.read_namespaced_deployment(name, "kueue-system")
