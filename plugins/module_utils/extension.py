@@ -161,8 +161,13 @@ def desired_properties(params, with_protected=True):
 
 # --------------------------------------------------------------------------- comparison
 
+def _mapping(value):
+    """``value`` when it is a mapping, else ``{}`` (ARM JSON read defensively)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _props(extension):
-    return (extension or {}).get('properties') or {}
+    return _mapping(_mapping(extension).get('properties'))
 
 
 def _lower(value):
@@ -170,12 +175,11 @@ def _lower(value):
 
 
 def release_namespace_of(props):
-    scope = props.get('scope') or {}
-    cluster = scope.get('cluster') or {}
+    scope = _mapping(props.get('scope'))
+    cluster = _mapping(scope.get('cluster'))
     if cluster.get('releaseNamespace'):
         return cluster['releaseNamespace']
-    namespace = scope.get('namespace') or {}
-    return namespace.get('targetNamespace')
+    return _mapping(scope.get('namespace')).get('targetNamespace')
 
 
 def protected_setting_names(props):
