@@ -29,8 +29,8 @@ kueue_docs = st.fixed_dictionaries({
     'apiVersion': st.sampled_from(['kueue.x-k8s.io/v1beta1', 'kueue.x-k8s.io/v1beta2', 'kueue.x-k8s.io/v1alpha1',
                                    'v1', 'kueue.x-k8s.io', '']),
     'kind': st.sampled_from(KINDS),
-    'metadata': st.one_of(json_like, st.fixed_dictionaries({'name': st.text(max_size=15)},
-                                                          optional={'namespace': st.text(max_size=10)})),
+    'metadata': st.one_of(json_like, st.fixed_dictionaries(
+        {'name': st.text(max_size=15)}, optional={'namespace': st.text(max_size=10)})),
     'spec': st.one_of(json_like, st.dictionaries(spec_fields, json_like, max_size=5)),
 }, optional={'data': json_like, 'stringData': json_like, 'value': json_like, 'status': json_like})
 
