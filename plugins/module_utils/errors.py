@@ -23,11 +23,20 @@ class KueueOpsError(Exception):
 
     def message(self):
         text = self.problem
+        # A problem quoting Kubernetes 403s (helm's stderr, for example) starts with the missing
+        # permissions, once each: helm repeats the same 403 for every object of a kind.
+        missing = [] if 'permission denied:' in text else forbidden_permissions(text)
+        if missing:
+            text = 'permission denied: %s; %s' % ('; '.join(missing), text)
         if self.field:
             text = '%s: %s' % (self.field, text)
         text += '.'
-        if self.fix:
-            text += ' Fix: %s' % str(self.fix).rstrip('.') + '.'
+        fix = self.fix
+        if missing and not fix:
+            fix = ('grant it to the identity that runs the playbook (kueueops.aks docs/rbac.md lists what each '
+                   'entry point needs)')
+        if fix:
+            text += ' Fix: %s' % str(fix).rstrip('.') + '.'
         return text
 
     def __str__(self):
@@ -41,6 +50,48 @@ _FORBIDDEN_RE = re.compile(
     r'(?: in API group "(?P<group>[^"]*)")?'
     r'(?: in the namespace "(?P<namespace>[^"]+)"| at the cluster scope)?'
 )
+
+
+# RBAC's escalation checks: creating or updating a (Cluster)Role granting more than the user holds
+# needs `escalate`; a (Cluster)RoleBinding to such a role needs `bind` on it; an aggregationRule needs
+# cluster-admin or `escalate`.
+_ESCALATION_RE = re.compile(
+    r'(?P<resource>(?:cluster)?role(?P<binding>binding)?s)\.rbac\.authorization\.k8s\.io "(?P<name>[^"]*)" is forbidden: '
+    r'(?:user "[^"]*" \(groups=[^)]*\) is attempting to grant RBAC permissions not currently held'
+    r'|must have cluster-admin privileges to use the aggregationRule)'
+)
+
+
+def _forbidden_text(match):
+    resource = match.group('resource')
+    if match.group('group'):
+        resource += '.' + match.group('group')
+    where = ' in namespace %s' % match.group('namespace') if match.group('namespace') else ''
+    return 'cannot %s %s%s' % (match.group('verb'), resource, where)
+
+
+def forbidden_permissions(text):
+    """The permissions that the Kubernetes 403 messages quoted in ``text`` say are missing, in order
+    of appearance and without repeats, e.g. ``['cannot delete customresourcedefinitions.apiextensions.k8s.io',
+    'cannot list secrets in namespace kueue-system']``. RBAC escalation refusals are named by the verb
+    that lifts them (``escalate`` on the role, ``bind`` on the role a binding references)."""
+    found = []
+    for match in _FORBIDDEN_RE.finditer(str(text or '')):
+        found.append((match.start(), _forbidden_text(match)))
+    for match in _ESCALATION_RE.finditer(str(text or '')):
+        if match.group('binding'):
+            role = match.group('resource').replace('bindings', 's')
+            item = 'cannot bind %s.rbac.authorization.k8s.io (the role that %s %s references)' % (
+                role, match.group('resource')[:-1], match.group('name'))
+        else:
+            item = 'cannot escalate %s.rbac.authorization.k8s.io (%s grants permissions the user does not hold)' % (
+                match.group('resource'), match.group('name'))
+        found.append((match.start(), item))
+    out = []
+    for _pos, item in sorted(found):
+        if item not in out:
+            out.append(item)
+    return out
 
 
 def _status_message(body):
@@ -76,14 +127,9 @@ def api_exception_message(exc):
         head += ' %s' % reason
 
     if status == 403:
-        match = _FORBIDDEN_RE.search(detail)
-        if match:
-            resource = match.group('resource')
-            if match.group('group'):
-                resource += '.' + match.group('group')
-            where = ' in namespace %s' % match.group('namespace') if match.group('namespace') else ''
-            return '%s: permission denied: cannot %s %s%s (%s)' % (
-                head, match.group('verb'), resource, where, detail)
+        missing = forbidden_permissions(detail)
+        if missing:
+            return '%s: permission denied: %s (%s)' % (head, '; '.join(missing), detail)
     if status == 401:
         detail = detail or 'the credentials were rejected'
         return '%s: %s; check api_key, client_cert/client_key or the kubeconfig user' % (head, detail)

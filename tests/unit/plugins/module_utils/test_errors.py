@@ -2,7 +2,11 @@ import json
 
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import (
+    KueueOpsError,
+    api_exception_message,
+    forbidden_permissions,
+)
 
 
 def _api_exc(status, reason, body):
@@ -57,3 +61,63 @@ def test_non_json_body_is_one_short_line():
 
 def test_no_body():
     assert api_exception_message(_api_exc(500, 'Internal Server Error', None)) == 'Kubernetes API error 500 Internal Server Error'
+
+
+# helm v3's stderr when the user may not create CRDs (captured on the local control plane as a user
+# bound to docs/rbac/install.yaml without that verb): the same 403 once per CRD of the chart.
+HELM_CRD_FORBIDDEN = (
+    'helm upgrade failed (rc=1): Pulled: 127.0.0.1:51107/kueue/charts/kueue:0.19.2\nError: 11 errors occurred:\n'
+    + ''.join('\t* customresourcedefinitions.apiextensions.k8s.io is forbidden: User "rbac-install" cannot create '
+              'resource "customresourcedefinitions" in API group "apiextensions.k8s.io" at the cluster scope\n'
+              for _ in range(11)))
+
+
+def test_forbidden_permissions_once_each_in_order():
+    text = HELM_CRD_FORBIDDEN + ('secrets is forbidden: User "u" cannot list resource "secrets" in API group "" '
+                                 'in the namespace "kueue-system"')
+    assert forbidden_permissions(text) == ['cannot create customresourcedefinitions.apiextensions.k8s.io',
+                                           'cannot list secrets in namespace kueue-system']
+    assert forbidden_permissions('') == [] and forbidden_permissions(None) == []
+    assert forbidden_permissions('helm upgrade failed: timed out waiting for the condition') == []
+
+
+def test_kueueops_error_quoting_a_403_starts_with_the_permission():
+    msg = KueueOpsError(HELM_CRD_FORBIDDEN).message()
+    assert msg.startswith('permission denied: cannot create customresourcedefinitions.apiextensions.k8s.io; helm upgrade')
+    assert msg.count('permission denied') == 1
+    assert msg.endswith('Fix: grant it to the identity that runs the playbook (kueueops.aks docs/rbac.md lists '
+                        'what each entry point needs).')
+    # A fix given by the caller is kept; a message already naming the permission is left alone.
+    assert KueueOpsError(HELM_CRD_FORBIDDEN, fix='ask the cluster admin').message().endswith(
+        'Fix: ask the cluster admin.')
+    already = 'Kubernetes API error 403 Forbidden: permission denied: cannot get nodes (nodes is forbidden: User "b" ' \
+              'cannot get resource "nodes" in API group "" at the cluster scope)'
+    assert KueueOpsError(already).message() == already + '.'
+
+
+def test_escalation_refusals_name_escalate_and_bind():
+    escalate = ('clusterroles.rbac.authorization.k8s.io "kueue-manager-role" is forbidden: user "rbac-install" '
+                '(groups=["kueueops-install" "system:authenticated"]) is attempting to grant RBAC permissions not '
+                'currently held:\n{APIGroups:[""], Resources:["pods"], Verbs:["delete"]}')
+    aggregation = ('clusterroles.rbac.authorization.k8s.io "kueue-batch-admin-role" is forbidden: must have '
+                   'cluster-admin privileges to use the aggregationRule')
+    bind = ('rolebindings.rbac.authorization.k8s.io "kueue-visibility-server-auth-reader" is forbidden: user '
+            '"rbac-install" (groups=["kueueops-install" "system:authenticated"]) is attempting to grant RBAC '
+            'permissions not currently held:\n{APIGroups:[""], Resources:["configmaps"], Verbs:["get"]}')
+    assert forbidden_permissions(escalate + '\n' + aggregation) == [
+        'cannot escalate clusterroles.rbac.authorization.k8s.io (kueue-manager-role grants permissions the user '
+        'does not hold)',
+        'cannot escalate clusterroles.rbac.authorization.k8s.io (kueue-batch-admin-role grants permissions the user '
+        'does not hold)']
+    assert forbidden_permissions(bind) == [
+        'cannot bind roles.rbac.authorization.k8s.io (the role that rolebinding kueue-visibility-server-auth-reader '
+        'references)']
+
+
+def test_api_exception_403_escalation():
+    body = json.dumps({'kind': 'Status', 'code': 403, 'reason': 'Forbidden', 'message': (
+        'clusterroles.rbac.authorization.k8s.io "r" is forbidden: must have cluster-admin privileges to use the '
+        'aggregationRule')})
+    msg = api_exception_message(_api_exc(403, 'Forbidden', body))
+    assert msg.startswith('Kubernetes API error 403 Forbidden: permission denied: cannot escalate '
+                          'clusterroles.rbac.authorization.k8s.io (r grants')
