@@ -23,9 +23,11 @@ KUEUE_PLURALS = {
 
 
 def load(name: str) -> list:
-    """The documents of docs/rbac/<name>.yaml."""
+    """The objects of docs/rbac/<name>.yaml (one v1 List, so that the file is a single YAML document)."""
     with open(os.path.join(RBAC_DIR, name + ".yaml")) as handle:
-        return [doc for doc in yaml.safe_load_all(handle) if doc]
+        docs = [doc for doc in yaml.safe_load_all(handle) if doc]
+    assert len(docs) == 1 and docs[0]["kind"] == "List", "docs/rbac/%s.yaml: one List object expected" % name
+    return docs[0]["items"]
 
 
 def make_user(cluster, user: str, group: str) -> str:
@@ -41,7 +43,8 @@ def make_user(cluster, user: str, group: str) -> str:
 
 def kubectl(cluster, *args, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
     env = dict(os.environ, KUBECONFIG=cluster.kubeconfig)
-    proc = subprocess.run(["kubectl", *args], input=stdin, capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(["kubectl", *args], input=stdin, capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
     if check and proc.returncode:
         raise AssertionError("kubectl %s: %s" % (" ".join(args), proc.stderr))
     return proc
