@@ -1,0 +1,318 @@
+"""The AKS managed extension path of the kueue role and the playbooks (issues 5 and 6), end to end: real
+ansible-playbook, the real Azure SDK over HTTPS against the ARM emulator (tests/emulators/arm), which installs
+the real Kueue into the real local control plane and wipes every Kueue object on delete, as AKS does.
+
+The inventories are written per test and carry no kubeconfig (and K8S_AUTH_KUBECONFIG / KUBECONFIG are empty):
+every Kubernetes task reaches the cluster with the credentials the role fetches from ARM.
+
+* site.yml with kueue_install_method=extension: preflight, create, credentials, verify (kueue-controller-manager
+  and kueue-extension ready, Succeeded), the example queues plus a queue on the extension's aks-cpu flavor, the
+  smoke test admits a Job on each; no secret (client secret, fetched kubeconfig) in a -vvv run; second run
+  changed=0 with no ARM write; credentials written to a 0600 file with kueue_aks_kubeconfig_dest;
+* each path's options are refused on the other before anything is sent (ARM request log, Helm storage);
+* uninstall.yml backs up (aks-* left out), deletes the extension (every Kueue object gone, queued Jobs stay
+  suspended); restore.yml reinstalls the extension and restores: every object as it was, Jobs admitted;
+* migrate.yml: refused when the target's preflight fails (AKS Automatic) or the cluster is already on the target;
+  Helm -> extension with the queues intact; extension -> Helm with the aks-* objects carried over.
+"""
+from __future__ import annotations
+
+import base64
+import glob
+import os
+import re
+import sys
+import time
+
+import pytest
+import yaml
+from kubernetes import client
+
+from .ansible import REPO, run_playbook
+from .kubeutil import live_normalised, queued_job, wait_for
+
+if os.path.join(REPO, ".venv", "collections") not in sys.path:
+    sys.path.insert(0, os.path.join(REPO, ".venv", "collections"))
+from ansible_collections.kueueops.aks.plugins.module_utils import backup as b  # noqa: E402
+
+SITE = os.path.join(REPO, "playbooks", "site.yml")
+UNINSTALL = os.path.join(REPO, "playbooks", "uninstall.yml")
+RESTORE = os.path.join(REPO, "playbooks", "restore.yml")
+MIGRATE = os.path.join(REPO, "playbooks", "migrate.yml")
+CONFIGURE = os.path.join(REPO, "playbooks", "configure_queues.yml")
+QUEUES_VARS = os.path.join(REPO, "playbooks", "vars", "queues.yml")
+CONFIG = yaml.safe_load(open(QUEUES_VARS))["kueue_resources"]
+# A queue on the flavor the extension owns: queue configuration may reference aks- objects.
+AKS_QUEUE = [
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "ep-aks"},
+     "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+         {"name": "aks-cpu", "resources": [{"name": "cpu", "nominalQuota": 4}, {"name": "memory", "nominalQuota": "8Gi"}]}]}]}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "aks", "namespace": "team-nlp"},
+     "spec": {"clusterQueue": "ep-aks"}},
+]
+SMOKE = ["team-vision/vision", "team-nlp/nlp", "team-nlp/aks"]
+TEAMS = ["team-vision", "team-nlp"]
+PLURALS = dict((k, p) for k, p, _n, _ns in b.KINDS if k != "Secret")
+AKS_OWNED = {("ResourceFlavor", "aks-cpu"), ("WorkloadPriorityClass", "aks-low-priority"),
+             ("WorkloadPriorityClass", "aks-medium-priority"), ("WorkloadPriorityClass", "aks-high-priority")}
+NO_KUBE = {"K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": ""}
+
+
+# ------------------------------------------------------------------ helpers
+def inventory(path, **hostvars):
+    host = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "kueue_aks_resource_group": "{{ lookup('ansible.builtin.env', 'AKS_RESOURCE_GROUP') }}",
+            "kueue_aks_cluster_name": "{{ lookup('ansible.builtin.env', 'AKS_CLUSTER_NAME') }}"}
+    host.update(hostvars)
+    with open(path, "w") as handle:
+        yaml.safe_dump({"kueue_clusters": {"hosts": {"local": host}}}, handle)
+    return str(path)
+
+
+def run(playbook, inv, extravars=None, **kw):
+    return run_playbook(playbook, extravars=extravars, inventory=inv, env=NO_KUBE, **kw)
+
+
+def arm_writes(ctl):
+    return [(r["method"], r["path"]) for r in ctl.requests() if r["method"] in ("PUT", "PATCH", "DELETE")]
+
+
+def split(objects):
+    """(objects the extension does not own, keys of the aks- ones)."""
+    mine = dict((k, v) for k, v in objects.items() if not k[2].startswith("aks-"))
+    return mine, {(k[0], k[2]) for k in objects if k[2].startswith("aks-")}
+
+
+def deployment_ready(kube, name, namespace="kueue-system"):
+    try:
+        return (client.AppsV1Api(kube).read_namespaced_deployment(name, namespace).status.available_replicas or 0) >= 1
+    except client.exceptions.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def kueue_crds(kube):
+    return [c.metadata.name for c in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items
+            if c.spec.group == "kueue.x-k8s.io"]
+
+
+def helm_release(kube, name="kueue", namespace="kueue-system"):
+    secrets = client.CoreV1Api(kube).list_namespaced_secret(namespace, label_selector="owner=helm,name=%s" % name).items
+    return sorted((int(s.metadata.labels["version"]), s.metadata.labels["status"]) for s in secrets)
+
+
+def suspended(kube, namespace, name):
+    return bool(client.BatchV1Api(kube).read_namespaced_job(name, namespace).spec.suspend)
+
+
+def fetched_key(arm):
+    """The private key of the last kubeconfig the emulator issued (PEM, and base64 as the kubeconfig holds it)."""
+    paths = glob.glob(os.path.join(os.path.dirname(arm.ca_path), "..", "users", "clusterUser_*.key"))
+    assert paths, "no issued user credentials"
+    pem = open(paths[0], "rb").read()
+    body = [line for line in pem.decode().splitlines() if line and not line.startswith("-----")]
+    return base64.b64encode(pem).decode(), body[1]
+
+
+def wait_no_workloads(kube):
+    """The ARM emulator cannot delete the extension while Workloads hold Kueue's finalizer (its helm uninstall
+    --wait times out; /tmp/ext-bugs.md): wait until finished smoke-test Jobs' Workloads are collected."""
+    wait_for("no Workloads left", lambda: not client.CustomObjectsApi(kube).list_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "workloads")["items"], timeout=120)
+
+
+def _reset(kube):
+    """No extension, no Helm release, no team namespaces: the state every test module expects."""
+    res = run_playbook([{"name": "Reset", "hosts": "local", "gather_facts": False, "tasks": [
+        {"name": "Remove the extension", "kueueops.aks.kueue_extension": {
+            "state": "absent", "resource_group": "{{ lookup('env', 'AKS_RESOURCE_GROUP') }}",
+            "cluster_name": "{{ lookup('env', 'AKS_CLUSTER_NAME') }}", "timeout": 300}},
+        {"name": "Uninstall the Helm release", "kueueops.aks.kueue_helm": {
+            "state": "absent", "delete_namespace": True, "kubeconfig": "{{ kueue_kubeconfig }}"}}]}])
+    assert res.rc == 0, res.stdout[-3000:]
+    core = client.CoreV1Api(kube)
+    for ns in TEAMS:
+        try:
+            core.delete_namespace(ns)
+        except client.exceptions.ApiException as exc:
+            if exc.status != 404:
+                raise
+    wait_for("the team namespaces and the Kueue CRDs to be gone", lambda: not kueue_crds(kube) and not [
+        n for n in core.list_namespace().items if n.metadata.name in TEAMS + ["kueue-system"]], timeout=180)
+
+
+@pytest.fixture(scope="module")
+def clean(cluster, kube, arm):
+    _reset(kube)
+    yield kube
+    _reset(kube)
+
+
+def site_on_extension(inv, **kw):
+    return run(SITE, inv, {"kueue_resources": CONFIG + AKS_QUEUE, "kueue_smoke_test": True,
+                           "kueue_create_namespaces": True, "kueue_smoke_test_queues": SMOKE}, **kw)
+
+
+# -------------------------------------------------------------------- tests
+def test_each_path_refuses_the_other_paths_options_before_anything_is_sent(clean, arm_control, tmp_path):
+    kube = clean
+    inv = inventory(tmp_path / "ext.yml", kueue_install_method="extension")
+    res = run(SITE, inv, {"kueue_version": "0.18.4", "kueue_feature_gates": {"LocalQueueMetrics": True},
+                          "kueue_helm_values": {"controllerManager": {"replicas": 2}}})
+    assert res.rc != 0
+    msg = res.result("Refuse the Helm-only options")["msg"]
+    assert "kueue_install_method is extension, but kueue_version, kueue_feature_gates, kueue_helm_values apply " \
+           "only to the Helm chart" in msg, msg
+    assert "kueue_install_method: helm" in msg and "Nothing was changed." in msg
+    assert not any("Preflight" in name for name, _ in res.tasks())
+    assert arm_control.requests() == []  # not even a read
+
+    helm_inv = os.path.join(REPO, "playbooks", "inventory", "local.yml")
+    res = run_playbook(SITE, extravars={"kueue_aks_cluster_name": "aks-batch", "kueue_extension_version": "0.14.2"},
+                       inventory=helm_inv)
+    assert res.rc != 0
+    msg = res.result("Refuse the managed extension and AKS options")["msg"]
+    assert "kueue_install_method is helm, but kueue_aks_cluster_name, kueue_extension_version apply only to the " \
+           "AKS managed extension" in msg, msg
+    assert "kueue_install_method: extension" in msg
+    assert arm_control.requests() == [] and helm_release(kube) == [] and not kueue_crds(kube)
+
+
+def test_site_installs_verifies_configures_the_extension_without_leaking_secrets(clean, arm, arm_control, tmp_path):
+    kube = clean
+    inv = inventory(tmp_path / "ext.yml", kueue_install_method="extension")
+    first = site_on_extension(inv, verbosity=3)
+    assert first.rc == 0, first.stdout[-5000:]
+    pre = first.result("Preflight - read the AKS cluster")
+    assert pre["changed"] is False and pre["preflight"]["ran"] is True and pre["operation"] == "created"
+    created = first.result("Create or update the AKS managed Kueue extension kueue (waits up to 900 s")
+    assert created["changed"] is True and created["operation"] == "created"
+    assert created["extension"]["properties"]["provisioningState"] == "Succeeded"
+    verify = first.result("Verify Kueue and the extension are running")
+    assert verify["failed_checks"] == []
+    assert deployment_ready(kube, "kueue-controller-manager") and deployment_ready(kube, "kueue-extension")
+    assert [m for m, _p in arm_writes(arm_control)] == ["PUT"]
+    smoke = first.result("Smoke test")
+    checks = {c["name"]: c["ok"] for c in smoke["checks"] if c["name"].startswith("smoke-test/")}
+    assert checks == {"smoke-test/" + q: True for q in SMOKE}, smoke["checks"]
+    mine, aks = split(live_normalised(kube, PLURALS))
+    assert {(k[0], k[2]) for k in mine} == {(o["kind"], o["metadata"]["name"]) for o in CONFIG + AKS_QUEUE}
+    assert aks == AKS_OWNED
+    # No secret at -vvv: the client secret, the fetched kubeconfig's key (it was never printed).
+    out = first.stdout + first.stderr
+    key_b64, key_line = fetched_key(arm)
+    assert os.environ["AZURE_SECRET"] not in out
+    assert key_b64 not in out
+    assert key_line not in out
+    assert not re.search(r'client-key-data"?: *"?(?!VALUE_SPECIFIED_IN_NO_LOG_PARAMETER)[A-Za-z0-9+/]', out)
+
+    arm_control.clear_requests()
+    second = site_on_extension(inv)
+    assert second.rc == 0 and second.changed == 0, second.stdout[-3000:]
+    assert arm_writes(arm_control) == []
+
+    # Credentials to a 0600 file instead of a fact (configure_queues entry point, no kubeconfig given).
+    dest = tmp_path / "aks.kubeconfig"
+    res = run(CONFIGURE, inv, {"kueue_resources": CONFIG + AKS_QUEUE, "kueue_aks_kubeconfig_dest": str(dest)})
+    assert res.rc == 0, res.stdout[-3000:]
+    assert oct(os.stat(dest).st_mode & 0o777) == "0o600"
+    assert yaml.safe_load(open(dest))["users"][0]["user"]["client-key-data"] not in res.stdout + res.stderr
+    assert res.result("Apply the Kueue queue configuration")["changed"] is False
+    wait_no_workloads(kube)
+
+
+def test_uninstall_then_restore_with_reinstall_on_the_extension(clean, arm_control, tmp_path):
+    kube = clean
+    inv = inventory(tmp_path / "ext.yml", kueue_install_method="extension")
+    if not deployment_ready(kube, "kueue-extension"):
+        assert site_on_extension(inv).rc == 0
+    batch = client.BatchV1Api(kube)
+    before, aks = split(live_normalised(kube, PLURALS))
+    assert aks == AKS_OWNED
+    wait_no_workloads(kube)
+    arm_control.clear_requests()
+
+    dest = tmp_path / "backups"
+    res = run(UNINSTALL, inv, {"kueue_backup_dir": str(dest)})
+    assert res.rc == 0, res.stdout[-5000:]
+    # kueue_info alone sees the extension's own Helm release too; ARM tells them apart.
+    assert res.result("Detect the install method")["install_method"] == "both"
+    assert "install method: extension" in res.result("Print the install method")["msg"][0]
+    backup = res.result("Back up every Kueue configuration object")
+    assert backup["verified"] is True
+    assert {(e["kind"], e["name"]) for e in backup["excluded"]} == AKS_OWNED
+    assert sum(backup["counts"].values()) == len(before)
+    assert [m for m, _p in arm_writes(arm_control)] == ["DELETE"] and arm_control.extensions() == []
+    assert not kueue_crds(kube) and deployment_ready(kube, "kueue-extension") is None
+    assert res.result("List the Jobs with a queue label")["suspended"] == 0
+    # Jobs submitted while Kueue is absent stay suspended. (Queued before the uninstall, the emulator cannot
+    # delete the extension: /tmp/ext-bugs.md.)
+    batch.create_namespaced_job("team-nlp", queued_job("ep-queued", "no-such-queue"))
+    batch.create_namespaced_job("team-vision", queued_job("ep-waiting", "vision"))
+    time.sleep(2)
+    assert suspended(kube, "team-vision", "ep-waiting") and suspended(kube, "team-nlp", "ep-queued")
+
+    res = run(RESTORE, inv, {"kueue_backup_path": backup["backup_path"], "kueue_restore_reinstall": True})
+    assert res.rc == 0, res.stdout[-5000:]
+    assert res.result("Create or update the AKS managed Kueue extension")["operation"] == "created"
+    assert res.result("Verify Kueue after the restore")["failed_checks"] == []
+    after, aks_after = split(live_normalised(kube, PLURALS))
+    assert after == before and aks_after == AKS_OWNED
+    wait_for("ep-waiting to be admitted", lambda: not suspended(kube, "team-vision", "ep-waiting"), timeout=120)
+    assert suspended(kube, "team-nlp", "ep-queued")
+    for ns, name in (("team-vision", "ep-waiting"), ("team-nlp", "ep-queued")):
+        batch.delete_namespaced_job(name, ns, propagation_policy="Background")
+    wait_no_workloads(kube)
+
+
+def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_path):
+    kube = clean
+    _reset(kube)
+    helm_inv = os.path.join(REPO, "playbooks", "inventory", "local.yml")
+    site = run_playbook(SITE, extra_args=["-e", "@" + QUEUES_VARS], inventory=helm_inv)
+    assert site.rc == 0, site.stdout[-3000:]
+    before = live_normalised(kube, PLURALS)
+    release = helm_release(kube)
+    # Both paths' variables in one inventory; no kubeconfig (credentials from ARM).
+    inv = inventory(tmp_path / "migrate.yml", kueue_helm_chart_ref="{{ lookup('ansible.builtin.env', 'KUEUE_CHART_REF') }}",
+                    kueue_helm_plain_http=True, kueue_feature_gates={"LocalQueueMetrics": True})
+    backups = str(tmp_path / "backups")
+
+    # The extension's preflight fails (AKS Automatic): nothing is changed.
+    arm_control.clear_requests()
+    arm_control.cluster(sku={"name": "Automatic", "tier": "Standard"})
+    res = run(MIGRATE, inv, {"kueue_migrate_to": "extension", "kueue_backup_dir": backups})
+    assert res.rc != 0
+    assert "Automatic" in res.result("Preflight of the managed extension")["msg"]
+    assert arm_writes(arm_control) == [] and helm_release(kube) == release and not os.path.exists(backups)
+    assert live_normalised(kube, PLURALS) == before
+    arm_control.reset()
+
+    # Helm -> extension.
+    res = run(MIGRATE, inv, {"kueue_migrate_to": "extension", "kueue_backup_dir": backups})
+    assert res.rc == 0, res.stdout[-5000:]
+    assert res.result("Detect the install method")["install_method"] == "helm"
+    assert [m for m, _p in arm_writes(arm_control)] == ["PUT"]
+    assert deployment_ready(kube, "kueue-extension")
+    assert res.result("Verify Kueue after the restore")["failed_checks"] == []
+    mine, aks = split(live_normalised(kube, PLURALS))
+    assert mine == before and aks == AKS_OWNED
+    assert "migrated from helm to extension" in res.result("Report the migration")["msg"][0]
+
+    # Already there: refused, nothing written.
+    arm_control.clear_requests()
+    res = run(MIGRATE, inv, {"kueue_migrate_to": "extension", "kueue_backup_dir": backups})
+    assert res.rc != 0
+    assert "already installed as the AKS managed extension" in res.result("Refuse a cluster already on")["msg"]
+    assert arm_writes(arm_control) == []
+
+    # Extension -> Helm: the aks- objects come along as ordinary objects (queues may reference them).
+    res = run(MIGRATE, inv, {"kueue_migrate_to": "helm", "kueue_backup_dir": backups})
+    assert res.rc == 0, res.stdout[-5000:]
+    assert [m for m, _p in arm_writes(arm_control)] == ["DELETE"] and arm_control.extensions() == []
+    assert deployment_ready(kube, "kueue-extension") is None and deployment_ready(kube, "kueue-controller-manager")
+    assert helm_release(kube)[-1][1] == "deployed"
+    assert res.result("Verify Kueue after the restore")["failed_checks"] == []
+    mine, aks = split(live_normalised(kube, PLURALS))
+    assert mine == before and aks == AKS_OWNED
