@@ -104,6 +104,29 @@ def problems_from_api_error(exc, label):
     return [q.Problem(label, field, 'rejected by the API server (HTTP %s): %s' % (exc.status, message))]
 
 
+class ConcurrentChange(Exception):
+    """An object changed between this run's read and its write, to something else than this run wants."""
+
+
+def is_stale_write(exc):
+    """A 409 from the resourceVersion precondition (not a field manager conflict)."""
+    if not isinstance(exc, ApiException) or exc.status != 409:
+        return False
+    data = _status_body(exc) or {}
+    causes = (data.get('details') or {}).get('causes') or []
+    if any(c.get('reason') == 'FieldManagerConflict' for c in causes):
+        return False
+    return 'has been modified' in str(data.get('message') or '') or data.get('reason') == 'Conflict'
+
+
+def configuration_of(obj):
+    """What a user configures in a Kueue object: no status, server bookkeeping, finalizers, and
+    quantities in canonical form (controllers rewrite ``32`` as ``"32"``)."""
+    view = q.comparable(obj)
+    (view.get('metadata') or {}).pop('finalizers', None)
+    return q._canonical_quantities(view)
+
+
 def _to_dict(value):
     if value is None or isinstance(value, dict):
         return value
@@ -366,16 +389,61 @@ class QueueEngine:
                 results[q.obj_key(obj)] = result
         return results, problems
 
-    def apply_kind(self, objects, force=False):
-        """Apply ``objects`` (one kind) concurrently; returns ({key: stored}, [problems])."""
+    def apply_kind(self, objects, force=False, expected=None):
+        """Apply ``objects`` (one kind) concurrently; returns ({key: stored}, [problems]).
+
+        ``expected`` maps keys to the object as this run read (and validated) it: its
+        resourceVersion is sent as an optimistic lock, so a write by someone else in between
+        (another run of this module, with another configuration) is never silently overwritten.
+        See ``_apply_locked``.
+        """
+        expected = expected or {}
+
+        def apply(obj):
+            key = q.obj_key(obj)
+            if key not in expected:
+                return self.server_apply(obj, force=force)
+            return self._apply_locked(obj, expected[key], force)
+
         stored = {}
         problems = []
-        for obj, result, exc in self._map(lambda o: self.server_apply(o, force=force), objects):
-            if exc is not None:
+        for obj, result, exc in self._map(apply, objects):
+            if isinstance(exc, ConcurrentChange):
+                problems.append(q.Problem(q.obj_label(obj), None, str(exc)))
+            elif exc is not None:
                 problems.extend(problems_from_api_error(exc, q.obj_label(obj)))
             else:
                 stored[q.obj_key(obj)] = result
         return stored, problems
+
+    def _apply_locked(self, obj, read, force, attempts=5):
+        """Apply ``obj`` on condition that nobody changed it since ``read``. A controller's status or
+        finalizer update in between is not a change of configuration: retry on the new version.
+        When the configuration now already is what this run wants (two runs with the same
+        input), that is success. Otherwise the other writer's version stays and the run says so."""
+        key = q.obj_key(obj)
+        for _attempt in range(attempts):
+            locked = copy.deepcopy(obj)
+            locked['metadata']['resourceVersion'] = read['metadata']['resourceVersion']
+            try:
+                return self.server_apply(locked, force=force)
+            except ApiException as exc:
+                if not is_stale_write(exc):
+                    raise
+            live = self.get(key)
+            if live is None:
+                raise ConcurrentChange('deleted by another writer after this run read it; re-run to create it again')
+            if configuration_of(live) == configuration_of(read):
+                read = live
+                continue
+            dry = self.server_apply(obj, dry_run=True, force=force)
+            if q.apply_changes(dry, live, self.manager) == 'unchanged':
+                return live
+            raise ConcurrentChange(
+                'changed by another writer after this run read it (another run of kueue_queues or configure_queues '
+                'with a different configuration?); it was left as the other writer made it. Re-run to apply this '
+                'configuration over it, or make the two configurations agree')
+        raise ConcurrentChange('kept changing while this run tried to apply it (%d attempts); re-run' % attempts)
 
     def drain(self, key):
         """Set stopPolicy HoldAndDrain on a ClusterQueue (own field manager, forced)."""
@@ -641,19 +709,25 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     hold = bool(params.get('hold_admission')) and bool(to_apply)
     cq_objects = [o for o in objects if o['kind'] == 'ClusterQueue']
     force = params.get('force')
+    # The objects as this run read and validated them: optimistic locks for its writes.
+    expected = dict((key, obj) for kind_objects in live.values() for key, obj in (kind_objects or {}).items()
+                    if isinstance(obj, dict) and (obj.get('metadata') or {}).get('resourceVersion'))
     if hold and cq_objects:
-        _stored, errs = engine.apply_kind([held(o) for o in cq_objects], force=force)
+        stored, errs = engine.apply_kind([held(o) for o in cq_objects], force=force, expected=expected)
         if errs:
             raise QueueProblems(errs, 'holding ClusterQueues (stopPolicy Hold)')
         result['held'] = [o['metadata']['name'] for o in cq_objects]
+        # (The client returns no body for a 201, so objects this run just created stay unlocked.)
+        expected.update((key, obj) for key, obj in stored.items()
+                        if isinstance(obj, dict) and (obj.get('metadata') or {}).get('resourceVersion'))
     for kind, group in q.group_by_kind(to_apply):
         if hold and kind == 'ClusterQueue':
             continue
-        _stored, errs = engine.apply_kind(group, force=force)
+        _stored, errs = engine.apply_kind(group, force=force, expected=expected)
         if errs:
             raise QueueProblems(_scrub(errs, masked), 'apply of %s (earlier kinds were applied)' % kind)
     if hold and cq_objects:
-        _stored, errs = engine.apply_kind(cq_objects, force=force)
+        _stored, errs = engine.apply_kind(cq_objects, force=force, expected=expected)
         if errs:
             raise QueueProblems(errs, 'releasing ClusterQueues to their desired stopPolicy')
 

@@ -37,6 +37,11 @@ description:
     WorkloadPriorityClass, ClusterQueue, LocalQueue),
     concurrently within a kind. An object is written only if the dry-run shows it would change, so C(changed) is
     true only when something really changed and an unchanged configuration makes no write request.
+  - B(Concurrent runs.) Each write of an existing object carries the C(resourceVersion) this run validated against
+    (an optimistic lock). If someone else changed the object's configuration in between (another run with a
+    different configuration), the write is refused, the other writer's version stays, and the task fails naming
+    the object; a controller's status or finalizer update in between is not a conflict, and an object that already
+    is what this run wants (two runs with the same configuration) is a success.
   - B(Prune) deletes the Kueue objects that this field manager applied and the input no longer declares, in reverse
     dependency order; never objects it did not apply, never C(aks-) objects on a managed cluster, never a Secret a
     remaining MultiKueueCluster uses (Secrets are read only by name, never listed). A ClusterQueue or

@@ -219,7 +219,7 @@ def test_check_mode_diff_and_hold_admission(clean):
     live = get(kube, "ClusterQueue", "kq-team-a")
     assert live["spec"].get("stopPolicy", "None") == "None"
     assert condition(live, "Active") == "True"
-    assert live["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "40"
+    assert str(live["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]) == "40"
     # the hold leaves no field ownership behind: the next run is a no-op
     again = run_playbook(play(queues_task(resources=changed, hold_admission=True)))
     assert again.rc == 0 and again.changed == 0, again.stdout[-3000:]
@@ -370,3 +370,109 @@ def test_state_absent_deletes_in_reverse_order(clean):
     wait_for("objects deleted", lambda: not ours(kube), timeout=60)
     again = run_playbook(play(queues_task(resources=config, state="absent")))
     assert again.rc == 0 and again.changed == 0
+
+
+# ------------------------------------------------------------- concurrency (issue 8)
+def _apply_module():
+    """module_utils/apply.py as Ansible loads it (the collection linked into .venv/collections)."""
+    import os
+    import sys
+    collections = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                               ".venv", "collections")
+    if collections not in sys.path:
+        sys.path.insert(0, collections)
+    from ansible_collections.kueueops.aks.plugins.module_utils import apply
+    return apply
+
+
+def _run_in_process(kube, resources, seam=None):
+    """kueue_queues' engine in this process against the real API server; ``seam(engine)`` runs
+    after validation (every dry-run done) and before the first write: another writer's moment."""
+    apply = _apply_module()
+    original = apply.QueueEngine.dry_run_all
+
+    def dry_run_all(engine, *args, **kwargs):
+        out = original(engine, *args, **kwargs)
+        if seam:
+            seam(engine)
+        return out
+
+    apply.QueueEngine.dry_run_all = dry_run_all
+    try:
+        return apply.run(kube, {"resources": resources, "create_namespaces": True, "wait": False, "timeout": 60,
+                                "state": "present", "kueue_namespace": "kueue-system"})
+    finally:
+        apply.QueueEngine.dry_run_all = original
+
+
+def test_a_write_between_validation_and_apply_is_not_overwritten(clean):
+    """Run A validated the configuration; then another writer (run B, another configuration) changed a
+    ClusterQueue; A's write of it fails with a clear conflict message and B's version stays. When B
+    wrote exactly what A wants (two runs, same configuration), A succeeds."""
+    apply = _apply_module()
+    kube = clean
+    config = example_config()
+    first = run_playbook(play(queues_task(resources=config, create_namespaces=True)))
+    assert first.rc == 0, first
+    mine = copy.deepcopy(config)
+    cq_a = [o for o in mine if o["metadata"]["name"] == "kq-team-a"][0]
+    cq_a["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 40
+    theirs = copy.deepcopy(cq_a)
+    theirs["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 48
+
+    def other_writer(body):
+        def write(engine):
+            engine.server_apply(body)
+        return write
+
+    with pytest.raises(apply.QueueProblems) as info:
+        _run_in_process(kube, mine, seam=other_writer(theirs))
+    text = info.value.message()
+    assert "ClusterQueue kq-team-a" in text and "changed by another writer after this run read it" in text, text
+    live = get(kube, "ClusterQueue", "kq-team-a")
+    assert str(live["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]) == "48"
+
+    # The same configuration written in between: no conflict, the run succeeds.
+    result = _run_in_process(kube, mine, seam=other_writer(cq_a))
+    assert result["changed"] is True
+    live = get(kube, "ClusterQueue", "kq-team-a")
+    assert str(live["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]) == "40"
+
+
+def test_two_runs_at_once(clean):
+    """Two configure_queues runs at the same moment: with the same configuration both succeed; with
+    configurations that disagree, every object ends as one of the two runs wrote it, and a run that lost
+    a race says which object and why (never a silent overwrite of a write it did not validate)."""
+    import threading
+
+    kube = clean
+    config = example_config()
+    results = [None, None]
+
+    def run(index, resources):
+        results[index] = run_playbook(play(queues_task(resources=resources, create_namespaces=True)))
+
+    threads = [threading.Thread(target=run, args=(i, config)) for i in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert all(r.rc == 0 for r in results), results
+    again = run_playbook(play(queues_task(resources=config, create_namespaces=True)))
+    assert again.rc == 0 and again.changed == 0, again
+
+    other = copy.deepcopy(config)
+    for obj in other:
+        if obj["kind"] == "ClusterQueue":
+            obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 64
+    mine = copy.deepcopy(config)
+    for obj in mine:
+        if obj["kind"] == "ClusterQueue":
+            obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 8
+    threads = [threading.Thread(target=run, args=(0, mine)), threading.Thread(target=run, args=(1, other))]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    for result in results:
+        if result.rc != 0:
+            assert "changed by another writer after this run read it" in " ".join(result.failure_messages()), result
+    for name in ("kq-team-a", "kq-team-b"):
+        cpu = get(kube, "ClusterQueue", name)["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
+        assert str(cpu["nominalQuota"]) in ("8", "64"), cpu
