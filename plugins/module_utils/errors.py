@@ -74,23 +74,37 @@ def forbidden_permissions(text):
     """The permissions that the Kubernetes 403 messages quoted in ``text`` say are missing, in order
     of appearance and without repeats, e.g. ``['cannot delete customresourcedefinitions.apiextensions.k8s.io',
     'cannot list secrets in namespace kueue-system']``. RBAC escalation refusals are named by the verb
-    that lifts them (``escalate`` on the role, ``bind`` on the role a binding references)."""
+    that lifts them, with the objects that needed it (three, then how many more): ``cannot escalate
+    clusterroles.rbac.authorization.k8s.io (to create or update kueue-manager-role)``, ``cannot bind
+    roles.rbac.authorization.k8s.io (referenced by rolebinding kueue-visibility-server-auth-reader)``."""
+    text = str(text or '')
     found = []
-    for match in _FORBIDDEN_RE.finditer(str(text or '')):
-        found.append((match.start(), _forbidden_text(match)))
-    for match in _ESCALATION_RE.finditer(str(text or '')):
+    for match in _FORBIDDEN_RE.finditer(text):
+        found.append((match.start(), _forbidden_text(match), None))
+    for match in _ESCALATION_RE.finditer(text):
         if match.group('binding'):
-            role = match.group('resource').replace('bindings', 's')
-            item = 'cannot bind %s.rbac.authorization.k8s.io (the role that %s %s references)' % (
-                role, match.group('resource')[:-1], match.group('name'))
+            key = 'cannot bind %s.rbac.authorization.k8s.io' % match.group('resource').replace('bindings', 's')
+            detail = '%s %s' % (match.group('resource')[:-1], match.group('name'))
         else:
-            item = 'cannot escalate %s.rbac.authorization.k8s.io (%s grants permissions the user does not hold)' % (
-                match.group('resource'), match.group('name'))
-        found.append((match.start(), item))
+            key = 'cannot escalate %s.rbac.authorization.k8s.io' % match.group('resource')
+            detail = match.group('name')
+        found.append((match.start(), key, detail))
+    order, details = [], {}
+    for _pos, key, detail in sorted(found, key=lambda item: item[0]):
+        if key not in details:
+            order.append(key)
+            details[key] = []
+        if detail and detail not in details[key]:
+            details[key].append(detail)
     out = []
-    for _pos, item in sorted(found):
-        if item not in out:
-            out.append(item)
+    for key in order:
+        names = details[key]
+        if not names:
+            out.append(key)
+            continue
+        shown = ', '.join(names[:3]) + (' and %d more' % (len(names) - 3) if len(names) > 3 else '')
+        out.append('%s (%s %s)' % (key, 'referenced by' if key.startswith('cannot bind') else
+                                   'to create or update', shown))
     return out
 
 

@@ -162,7 +162,7 @@ def test_rbac_files_are_valid_and_cover_every_chart_object(lifecycle):
     ("ClusterRole", None, "rbac.authorization.k8s.io", "clusterroles", "escalate",
      "cannot escalate clusterroles.rbac.authorization.k8s.io"),
     ("Role", "kube-system", "rbac.authorization.k8s.io", "roles", "bind",
-     "cannot bind roles.rbac.authorization.k8s.io (the role that rolebinding kueue-visibility-server-auth-reader"),
+     "cannot bind roles.rbac.authorization.k8s.io (referenced by rolebinding kueue-visibility-server-auth-reader)"),
 ], ids=["create-crds", "escalate-clusterroles", "bind-kube-system-role"])
 def test_install_without_one_permission_names_it(lifecycle, kube, kind, namespace, group, resource, verb, named):
     """helm creates the chart's objects and reports every forbidden one at the end: the run fails with a
@@ -178,6 +178,7 @@ def test_install_without_one_permission_names_it(lifecycle, kube, kind, namespac
     assert message.startswith("permission denied: " + named), message
     after = rbac.snapshot(kube)
     changed = sorted(set(after) ^ set(before)) + sorted(k for k in set(after) & set(before) if after[k] != before[k])
+    print("MESSAGE %s: %s" % (verb, message[:400]))
     print("CHANGED %s: %d objects: %s" % (verb, len(changed), changed))
     rbac.apply(lifecycle, rbac.load("install"))
 
@@ -193,6 +194,12 @@ def test_install_as_the_install_user(lifecycle, kube):
     # Idempotent as the same user: Helm's values read back, nothing upgraded.
     again = run_playbook(PLAYBOOK % "site", extravars=extravars, env=env)
     assert again.rc == 0 and again.changed == 0, again
+    # An upgrade (other feature gates): helm patches every chart object, no `update` needed.
+    gates = {"TopologyAwareScheduling": True, "LocalQueueMetrics": False}
+    upgrade = run_playbook(PLAYBOOK % "site", extravars=dict(extravars, kueue_feature_gates=gates), env=env)
+    _no_traceback(upgrade)
+    assert upgrade.rc == 0 and upgrade.changed >= 1, (upgrade, upgrade.stdout[-4000:])
+    assert upgrade.result("Verify Kueue")["feature_gates"].get("LocalQueueMetrics") is False
 
 
 # ------------------------------------------------------------------------------ configure_queues

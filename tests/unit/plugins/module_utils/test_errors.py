@@ -104,14 +104,15 @@ def test_escalation_refusals_name_escalate_and_bind():
     bind = ('rolebindings.rbac.authorization.k8s.io "kueue-visibility-server-auth-reader" is forbidden: user '
             '"rbac-install" (groups=["kueueops-install" "system:authenticated"]) is attempting to grant RBAC '
             'permissions not currently held:\n{APIGroups:[""], Resources:["configmaps"], Verbs:["get"]}')
-    assert forbidden_permissions(escalate + '\n' + aggregation) == [
-        'cannot escalate clusterroles.rbac.authorization.k8s.io (kueue-manager-role grants permissions the user '
-        'does not hold)',
-        'cannot escalate clusterroles.rbac.authorization.k8s.io (kueue-batch-admin-role grants permissions the user '
-        'does not hold)']
+    assert forbidden_permissions(escalate + '\n' + aggregation + '\n' + escalate) == [
+        'cannot escalate clusterroles.rbac.authorization.k8s.io (to create or update kueue-manager-role, '
+        'kueue-batch-admin-role)']
     assert forbidden_permissions(bind) == [
-        'cannot bind roles.rbac.authorization.k8s.io (the role that rolebinding kueue-visibility-server-auth-reader '
-        'references)']
+        'cannot bind roles.rbac.authorization.k8s.io (referenced by rolebinding kueue-visibility-server-auth-reader)']
+    many = '\n'.join('clusterroles.rbac.authorization.k8s.io "r%d" is forbidden: must have cluster-admin privileges to '
+                     'use the aggregationRule' % i for i in range(5))
+    assert forbidden_permissions(many) == [
+        'cannot escalate clusterroles.rbac.authorization.k8s.io (to create or update r0, r1, r2 and 2 more)']
 
 
 def test_api_exception_403_escalation():
@@ -120,4 +121,4 @@ def test_api_exception_403_escalation():
         'aggregationRule')})
     msg = api_exception_message(_api_exc(403, 'Forbidden', body))
     assert msg.startswith('Kubernetes API error 403 Forbidden: permission denied: cannot escalate '
-                          'clusterroles.rbac.authorization.k8s.io (r grants')
+                          'clusterroles.rbac.authorization.k8s.io (to create or update r) (')
