@@ -203,6 +203,30 @@ def test_two_backups_of_an_unchanged_cluster_are_byte_identical(configured, dest
     assert m1 == m2
 
 
+def test_two_backups_at_once_do_not_overwrite_each_other(configured, dest):
+    """Two runs started together under the same dest (issue 8): two complete, verified backups in two
+    folders (the second takes a -2 suffix when both land in the same second), nothing half-written."""
+    import threading
+
+    results = [None, None]
+
+    def run(index):
+        results[index] = run_playbook(play(backup_task(name="Back up", dest=dest, cluster_name="local")))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert all(r.rc == 0 for r in results), results
+    paths = [r.result("Back up")["backup_path"] for r in results]
+    assert paths[0] != paths[1] and sorted(os.listdir(dest)) == sorted(os.path.basename(p) for p in paths)
+    for path in paths:
+        check = run_playbook(play(backup_task(name="Verify", verify_path=path)))
+        assert check.rc == 0, check
+        for name in OBJECT_FILES:
+            with open(os.path.join(paths[0], name), "rb") as one, open(os.path.join(path, name), "rb") as two:
+                assert one.read() == two.read(), name
+
+
 def test_tampered_file_is_named_by_verify_backup(configured, dest):
     res = run_playbook(play(backup_task(path=os.path.join(dest, "bk"))))
     assert res.rc == 0, res.stdout[-3000:]
