@@ -109,21 +109,37 @@ def cleanup(cluster):
 
 def test_molecule_helm_scenario(cluster, tmp_path):
     """`molecule test -s helm`: converge (site.yml), idempotence, verify, cleanup (uninstall with backup)."""
+    molecule(cluster, tmp_path, "helm")
+
+
+def test_molecule_extension_scenario(cluster, arm, tmp_path):
+    """`molecule test -s extension` on the ARM emulator: the role creates the managed extension and takes the
+    cluster's credentials from ARM (no kubeconfig given), idempotence, verify, cleanup deletes the extension
+    after a backup."""
+    molecule(cluster, tmp_path, "extension")
+
+
+def molecule(cluster, tmp_path, scenario):
     env = dict(os.environ, PATH=BIN + ":" + os.environ["PATH"], MOLECULE_NO_LOG="false",
                ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".venv", "collections"), ANSIBLE_FORCE_COLOR="0",
                NO_COLOR="1", ANSIBLE_HOME=str(tmp_path / "ansible-home"))
-    run = subprocess.run([os.path.join(BIN, "molecule"), "test", "-s", "helm"], cwd=os.path.join(REPO, "extensions"),
+    if scenario == "extension":
+        # No kubeconfig anywhere: every Kubernetes call must use the credentials the role took from ARM.
+        env.pop("K8S_AUTH_KUBECONFIG", None)
+        env["KUBECONFIG"] = "/nonexistent/kubeconfig"
+    run = subprocess.run([os.path.join(BIN, "molecule"), "test", "-s", scenario], cwd=os.path.join(REPO, "extensions"),
                          capture_output=True, text=True, env=env, timeout=1200)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-6000:]
     # molecule's idempotence step fails the scenario when the second converge reports a change.
     for step in ("converge", "idempotence", "verify", "cleanup"):
-        assert "helm > %s: Executed: Successful" % step in out, out[-6000:]
+        assert "%s > %s: Executed: Successful" % (scenario, step) in out, out[-6000:]
     # cleanup uninstalled Kueue after a backup: the CRDs are gone.
-    crds = subprocess.run(["kubectl", "get", "crds", "-o", "name"], capture_output=True, text=True, env=env).stdout
+    crds = subprocess.run(["kubectl", "--kubeconfig", cluster.kubeconfig, "get", "crds", "-o", "name"],
+                          capture_output=True, text=True, env=env).stdout
     assert "kueue.x-k8s.io" not in crds
-    subprocess.run(["kubectl", "delete", "namespace", "team-vision", "team-nlp", "--ignore-not-found", "--wait",
-                    "--timeout=120s"], capture_output=True, env=env)
+    subprocess.run(["kubectl", "--kubeconfig", cluster.kubeconfig, "delete", "namespace", "team-vision", "team-nlp",
+                    "--ignore-not-found", "--wait", "--timeout=120s"], capture_output=True, env=env)
 
 
 def test_status_playbook_report(cluster, kueue, tmp_path):
