@@ -55,6 +55,11 @@ def apply(cluster, docs: list) -> None:
     kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
 
 
+def apply_file(cluster, name: str) -> None:
+    """Apply docs/rbac/<name>.yaml as a user would: `kubectl apply -f` of the file as it is."""
+    kubectl(cluster, "apply", "-f", os.path.join(RBAC_DIR, name + ".yaml"))
+
+
 def delete(cluster, docs: list) -> None:
     kubectl(cluster, "delete", "--ignore-not-found", "--wait=false", "-f", "-", stdin=yaml.safe_dump_all(docs),
             check=False)

@@ -184,7 +184,7 @@ def test_install_without_one_permission_names_it(lifecycle, kube, kind, namespac
 
 
 def test_install_as_the_install_user(lifecycle, kube):
-    rbac.apply(lifecycle, rbac.load("install"))
+    rbac.apply_file(lifecycle, "install")
     extravars, env = _as(lifecycle, "install")
     result = run_playbook(PLAYBOOK % "site", extravars=extravars, env=env)
     _no_traceback(result)
@@ -220,7 +220,7 @@ def test_configure_queues_without_create_on_clusterqueues_fails_before_any_write
 
 
 def test_configure_queues_as_the_configure_queues_user(lifecycle, kube):
-    rbac.apply(lifecycle, rbac.load("configure-queues"))
+    rbac.apply_file(lifecycle, "configure-queues")
     extravars, env = _as(lifecycle, "configure-queues")
     result = run_playbook(PLAYBOOK % "configure_queues",
                           extravars=dict(_queues_vars(), kueue_smoke_test=True, **extravars), env=env)
@@ -235,7 +235,7 @@ def test_configure_queues_as_the_configure_queues_user(lifecycle, kube):
 
 # ---------------------------------------------------------------------------------------- status
 def test_status_as_the_status_user(lifecycle, kube):
-    rbac.apply(lifecycle, rbac.load("status"))
+    rbac.apply_file(lifecycle, "status")
     extravars, env = _as(lifecycle, "status")
     before = rbac.snapshot(kube)
     result = run_playbook(PLAYBOOK % "status", extravars=extravars, env=env)
@@ -303,7 +303,7 @@ def test_uninstall_without_delete_on_crds_names_it(lifecycle, kube, tmp_path):
 
 def test_uninstall_as_the_uninstall_user(lifecycle, kube, tmp_path):
     """With the whole role, the uninstall completes (also after the failed attempt above)."""
-    rbac.apply(lifecycle, rbac.load("uninstall"))
+    rbac.apply_file(lifecycle, "uninstall")
     extravars, env = _as(lifecycle, "uninstall")
     result = run_playbook(PLAYBOOK % "uninstall", extravars=dict(extravars, kueue_backup_dir=str(tmp_path)), env=env)
     _no_traceback(result)
