@@ -61,13 +61,13 @@ sanity: venv ## ansible-test sanity (no ignore files) and ansible-lint --profile
 	hack/sanity.sh
 
 .PHONY: integration
-integration: venv toolchain ## Integration tests on the real local control plane (started if not running)
-	$(VPY) -m pytest tests/integration -q
+integration: venv toolchain ## Integration and reliability tests on the real local control plane (started if not running)
+	$(VPY) -m pytest tests/integration tests/reliability -q
 
 .PHONY: test
-test: venv toolchain ## Everything CI runs: sanity + lint, then unit and integration tests
+test: venv toolchain ## Everything CI runs: sanity + lint, then unit, integration and reliability tests
 	hack/sanity.sh
-	$(VPY) -m pytest tests/unit tests/integration -q -p no:cacheprovider
+	$(VPY) -m pytest tests/unit tests/integration tests/reliability -q -p no:cacheprovider
 
 .PHONY: demo
 demo: venv toolchain ## Start the local cluster and run the main job (playbooks/site.yml) on it
