@@ -78,6 +78,8 @@ def problems_from_api_error(exc, label):
     """Problems (one per cause when the API server lists causes) for a failed request on ``label``."""
     if not isinstance(exc, ApiException):
         return [q.Problem(label, None, '%s: %s' % (type(exc).__name__, exc))]
+    if exc.status == 403:  # "permission denied: cannot <verb> <resource> in namespace <ns>", as everywhere
+        return [q.Problem(label, None, api_exception_message(exc))]
     data = _status_body(exc) or {}
     message = str(data.get('message') or api_exception_message(exc))
     causes = (data.get('details') or {}).get('causes') or []

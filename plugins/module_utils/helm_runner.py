@@ -103,6 +103,25 @@ def pick_latest(tags, include_prerelease=False):
     return best
 
 
+_GO_FRAME = re.compile(r"^(\s+\S+\.go:\d+|\S+\(.*\)$|goroutine \d+)")
+
+
+def uninstall_reasons(stderr, limit=20):
+    """The lines of a failed ``helm uninstall`` (v3 with ``--debug``) that say why: its errors and the
+    API server's refusals, without the progress log and the Go stack trace."""
+    keep = []
+    for line in (stderr or "").splitlines():
+        text = line.strip()
+        if not text or _GO_FRAME.match(line):
+            continue
+        lowered = text.lower()
+        if "[debug]" in text and not ("forbidden" in lowered or "error" in lowered or "failed" in lowered):
+            continue
+        if text not in keep:
+            keep.append(text)
+    return " ".join(keep[:limit]) or (stderr or "").strip()
+
+
 def split_oci_ref(oci_ref):
     """'oci://registry.k8s.io/kueue/charts/kueue' -> ('registry.k8s.io', 'kueue/charts/kueue')."""
     ref = str(oci_ref or "")
@@ -545,6 +564,10 @@ class HelmRunner:
 
     def uninstall_args(self, release, namespace, wait=True, timeout=None):
         args = ["uninstall", release, "--namespace", namespace]
+        if not self.is_v4:
+            # helm v3 says only "failed to delete release" unless --debug, which adds the API
+            # server's reasons (a missing permission, say); uninstall() keeps those lines.
+            args.append("--debug")
         if wait:
             args.append("--wait=watcher" if self.is_v4 else "--wait")
         t = _duration(timeout)
@@ -558,8 +581,9 @@ class HelmRunner:
         if rc != 0:
             if _NOT_FOUND in (err or ""):
                 return False
-            raise HelmError("helm uninstall %s failed (rc=%s): %s" % (release, rc, self.scrub(err).strip()),
-                            rc=rc, stderr=self.scrub(err))
+            reasons = uninstall_reasons(self.scrub(err))
+            raise HelmError("helm uninstall %s failed (rc=%s): %s" % (release, rc, reasons), rc=rc,
+                            stderr=self.scrub(err))
         return True
 
 

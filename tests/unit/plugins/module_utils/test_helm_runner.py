@@ -91,7 +91,7 @@ def test_upgrade_args_v4():
 
 def test_uninstall_args():
     assert runner("v3.19.5").uninstall_args("kueue", "ns", wait=True, timeout=60) == [
-        "uninstall", "kueue", "--namespace", "ns", "--wait", "--timeout", "60s"]
+        "uninstall", "kueue", "--namespace", "ns", "--debug", "--wait", "--timeout", "60s"]
     assert runner("v4.2.4").uninstall_args("kueue", "ns", wait=True) == [
         "uninstall", "kueue", "--namespace", "ns", "--wait=watcher"]
 
@@ -198,3 +198,22 @@ def test_split_oci_ref_rejects(ref):
 def test_split_oci_ref():
     assert hr.split_oci_ref("oci://registry.k8s.io/kueue/charts/kueue") == ("registry.k8s.io", "kueue/charts/kueue")
     assert hr.split_oci_ref("oci://127.0.0.1:5000/charts/kueue/") == ("127.0.0.1:5000", "charts/kueue")
+
+
+def test_uninstall_reasons_keep_errors_and_refusals_not_the_debug_log():
+    stderr = "\n".join([
+        "uninstall.go:102: [debug] uninstall: Deleting kueue",
+        "client.go:486: [debug] Starting delete for \"kueue-controller-manager\" Deployment",
+        "Error: failed to delete release: kueue",
+        "helm.go:84: [debug] 1 error occurred:",
+        "\t* customresourcedefinitions.apiextensions.k8s.io \"clusterqueues.kueue.x-k8s.io\" is forbidden: User "
+        "\"u\" cannot delete resource \"customresourcedefinitions\"",
+        "main.main()",
+        "\thelm.sh/helm/v3/cmd/helm/helm.go:83 +0x39",
+        "goroutine 1 [running]:",
+    ])
+    text = hr.uninstall_reasons(stderr)
+    assert "Deleting kueue" not in text and "Starting delete" not in text and "main.main" not in text
+    assert text.startswith("Error: failed to delete release: kueue")
+    assert "cannot delete resource" in text
+    assert hr.uninstall_reasons("") == ""
