@@ -186,7 +186,7 @@ def test_site_installs_verifies_configures_the_extension_without_leaking_secrets
     assert first.rc == 0, first.stdout[-5000:]
     pre = first.result("Preflight - read the AKS cluster")
     assert pre["changed"] is False and pre["preflight"]["ran"] is True and pre["operation"] == "created"
-    created = first.result("Create or update the AKS managed Kueue extension kueue (waits up to 900 s")
+    created = first.result("Create or update the AKS managed Kueue extension and wait for Succeeded - timeout in seconds 900")
     assert created["changed"] is True and created["operation"] == "created"
     assert created["extension"]["properties"]["provisioningState"] == "Succeeded"
     verify = first.result("Verify Kueue and the extension are running")
