@@ -29,7 +29,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import live_normalised, queued_job, wait_for
+from .kubeutil import live_normalised, queued_job, wait_for, workloads
 
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
     sys.path.insert(0, os.path.join(REPO, ".venv", "collections"))
@@ -231,6 +231,10 @@ def test_uninstall_then_restore_with_reinstall_on_the_extension(clean, arm_contr
     before, aks = split(live_normalised(kube, PLURALS))
     assert aks == AKS_OWNED
     wait_no_workloads(kube)
+    # The seed's scenario: Jobs queued before the uninstall (their Workloads hold Kueue's finalizer,
+    # which the extension's deletion clears) stay suspended without Kueue and create no pods.
+    batch.create_namespaced_job("team-nlp", queued_job("ep-queued", "no-such-queue"))
+    wait_for("a Workload for the queued Job", lambda: bool(workloads(kube, "team-nlp")), timeout=60)
     arm_control.clear_requests()
 
     dest = tmp_path / "backups"
@@ -245,13 +249,14 @@ def test_uninstall_then_restore_with_reinstall_on_the_extension(clean, arm_contr
     assert sum(backup["counts"].values()) == len(before)
     assert [m for m, _p in arm_writes(arm_control)] == ["DELETE"] and arm_control.extensions() == []
     assert not kueue_crds(kube) and deployment_ready(kube, "kueue-extension") is None
-    assert res.result("List the Jobs with a queue label")["suspended"] == 0
-    # Jobs submitted while Kueue is absent stay suspended. (Queued before the uninstall, the emulator cannot
-    # delete the extension: /tmp/ext-bugs.md.)
-    batch.create_namespaced_job("team-nlp", queued_job("ep-queued", "no-such-queue"))
+    jobs = res.result("List the Jobs with a queue label")
+    assert jobs["suspended"] >= 1, jobs
+    assert suspended(kube, "team-nlp", "ep-queued")
+    assert not client.CoreV1Api(kube).list_namespaced_pod("team-nlp").items  # a suspended Job makes no pod
+    # A Job submitted while Kueue is absent stays suspended too, until Kueue is back and admits it.
     batch.create_namespaced_job("team-vision", queued_job("ep-waiting", "vision"))
     time.sleep(2)
-    assert suspended(kube, "team-vision", "ep-waiting") and suspended(kube, "team-nlp", "ep-queued")
+    assert suspended(kube, "team-vision", "ep-waiting")
 
     res = run(RESTORE, inv, {"kueue_backup_path": backup["backup_path"], "kueue_restore_reinstall": True})
     assert res.rc == 0, res.stdout[-5000:]

@@ -191,7 +191,9 @@ class ExtensionInstaller:
         k.delete("/apis/apps/v1/namespaces/%s/deployments/%s" % (namespace, EXTENSION_DEPLOYMENT))
         for path in self.kueue_objects():
             k.delete(path)
-        proc = self.helm("uninstall", release, "-n", namespace, "--wait", "--timeout", "%ds" % timeout)
+        # No --wait: the CRDs (chart templates) stay terminating while Kueue objects (Workloads of
+        # queued Jobs) hold finalizers the stopped manager no longer removes; the loop below clears them.
+        proc = self.helm("uninstall", release, "-n", namespace, "--timeout", "%ds" % timeout)
         if proc.returncode != 0 and "not found" not in proc.stderr:
             raise KubeError("helm uninstall %s failed: %s" % (release, proc.stderr.strip()[-800:]))
         # With the manager gone nothing removes Kueue's finalizers: clear them, as AKS does.
