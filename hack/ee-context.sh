@@ -8,14 +8,20 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${VENV:-$ROOT/.venv}
-OUT=${EE_OUT:-$ROOT/build/ee}
-rm -rf "$OUT"
-mkdir -p "$OUT"
-"$VENV/bin/ansible-galaxy" collection build "$ROOT" --output-path "$OUT" >/dev/null
-mv "$OUT"/kueueops-aks-*.tar.gz "$OUT/kueueops-aks.tar.gz"
+# execution-environment.yml takes the tarball and helm from build/ee (additional_build_files);
+# the generated context goes to $EE_OUT/context (default: build/ee/context).
+STAGE=$ROOT/build/ee
+OUT=${EE_OUT:-$STAGE}
+rm -rf "$STAGE" "$OUT/context"
+mkdir -p "$STAGE" "$OUT"
+"$VENV/bin/ansible-galaxy" collection build "$ROOT" --output-path "$STAGE" >/dev/null
+mv "$STAGE"/kueueops-aks-*.tar.gz "$STAGE/kueueops-aks.tar.gz"
 eval "$("$ROOT/hack/toolchain.sh" --env)"
 [[ -x "$KUEUEOPS_HELM" ]] || { echo "ee-context.sh: $KUEUEOPS_HELM missing; run 'make toolchain'" >&2; exit 2; }
-install -m 0755 "$KUEUEOPS_HELM" "$OUT/helm"
+install -m 0755 "$KUEUEOPS_HELM" "$STAGE/helm"
 cd "$ROOT"
 "$VENV/bin/ansible-builder" create -f execution-environment.yml -c "$OUT/context" --output-filename Containerfile
+for f in _build/collections/kueueops-aks.tar.gz _build/helm/helm; do
+    [[ -f "$OUT/context/$f" ]] || { echo "ee-context.sh: $f missing from the build context" >&2; exit 1; }
+done
 echo "build context: $OUT/context (podman build -t kueueops-ee $OUT/context)"
