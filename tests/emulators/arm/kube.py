@@ -118,6 +118,12 @@ class ExtensionInstaller:
     def install(self, release: str, namespace: str, version: str, settings: dict, protected: dict,
                 timeout: float = 300) -> None:
         """helm upgrade --install the chart, then the extension Deployment; wait until both are ready."""
+        # A namespace still terminating (an extension deleted just before) refuses new objects: let it go.
+        deadline = time.time() + 120
+        while (self.kube.get("/api/v1/namespaces/" + namespace) or {}).get("metadata", {}).get("deletionTimestamp"):
+            if time.time() > deadline:
+                raise KubeError("namespace %s is still terminating after 120s" % namespace)
+            time.sleep(1)
         args = ["upgrade", "--install", release, self.cluster.chart_ref, "--version", version, "--plain-http",
                 "-n", namespace, "--create-namespace", "--wait", "--timeout", "%ds" % timeout]
         for key, value in sorted(settings.items()):
