@@ -375,6 +375,17 @@ def convert(obj, source, target, label, problems):
                                     'Kueue\'s own conversion); remove it' % GROUP))
 
 
+def _strip_server_metadata(metadata, extra=()):
+    """Drop in place what the API server writes into ``metadata`` (and kubectl's last-applied annotation)."""
+    for field in _SERVER_METADATA + tuple(extra):
+        metadata.pop(field, None)
+    annotations = metadata.get('annotations')
+    if isinstance(annotations, dict):
+        annotations.pop(_LAST_APPLIED, None)
+        if not annotations:
+            del metadata['annotations']
+
+
 def normalise(origin, doc, served, problems, kueue_namespace='kueue-system'):
     """Validate the shape of one input document and convert it to the served version.
 
@@ -431,13 +442,7 @@ def normalise(origin, doc, served, problems, kueue_namespace='kueue-system'):
     obj = {'apiVersion': api_version, 'kind': kind, 'metadata': copy.deepcopy(meta)}
     if isinstance(doc.get('spec'), dict):
         obj['spec'] = copy.deepcopy(doc['spec'])
-    for field in _SERVER_METADATA:
-        obj['metadata'].pop(field, None)
-    annotations = obj['metadata'].get('annotations')
-    if isinstance(annotations, dict):
-        annotations.pop(_LAST_APPLIED, None)
-        if not annotations:
-            del obj['metadata']['annotations']
+    _strip_server_metadata(obj['metadata'])
 
     target = served.get(kind)
     if target is None:
@@ -513,13 +518,7 @@ def normalise_secret(origin, doc, namespace, problems):
     for field in ('type', 'immutable'):
         if field in doc:
             obj[field] = doc[field]
-    for field in _SERVER_METADATA + ('ownerReferences',):
-        obj['metadata'].pop(field, None)
-    annotations = obj['metadata'].get('annotations')
-    if isinstance(annotations, dict):
-        annotations.pop(_LAST_APPLIED, None)
-        if not annotations:
-            del obj['metadata']['annotations']
+    _strip_server_metadata(obj['metadata'], extra=('ownerReferences',))
     return obj
 
 
