@@ -6,6 +6,7 @@ starts it stops it.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sys
@@ -19,6 +20,21 @@ if REPO not in sys.path:
 from tests.harness.cluster import Cluster, run_dir  # noqa: E402
 
 
+@contextlib.contextmanager
+def environ(env: dict):
+    """`env` in os.environ for the block; the previous values (or their absence) restored after."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 @pytest.fixture(scope="session")
 def cluster():
     os.makedirs(run_dir(), exist_ok=True)
@@ -29,15 +45,8 @@ def cluster():
         if not handle.running():
             handle.up()
             started_here = True
-    env = handle.env()
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    yield handle
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with environ(handle.env()):
+        yield handle
     if started_here:
         with open(os.path.join(run_dir(), ".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -58,9 +67,9 @@ def kueue(cluster, kube):
     namespace afterwards, so the next module finds the cluster as it was."""
     from kubernetes import client
 
-    from .kubeutil import helm, wait_for
+    from .kubeutil import delete_namespace, helm, wait_for
 
-    apps, core = client.AppsV1Api(kube), client.CoreV1Api(kube)
+    apps = client.AppsV1Api(kube)
     installed_here = False
     try:
         apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system")
@@ -79,13 +88,7 @@ def kueue(cluster, kube):
     yield kube
     if installed_here:
         helm(cluster, os.environ["HELM_V3"], "uninstall", "kueue", "-n", "kueue-system", "--wait", check=False)
-        try:
-            core.delete_namespace("kueue-system")
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
-        wait_for("namespace kueue-system to be gone",
-                 lambda: "kueue-system" not in [n.metadata.name for n in core.list_namespace().items], timeout=180)
+        delete_namespace(kube, "kueue-system")
 
 
 @pytest.fixture(scope="session")
@@ -102,15 +105,8 @@ def arm(cluster):
         started_here = not emulator.running()
         if started_here:
             emulator.up()
-    env = emulator.env()
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    yield emulator
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with environ(emulator.env()):
+        yield emulator
     if started_here:
         with open(lock_path, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)

@@ -58,6 +58,19 @@ def admitted(workload: dict) -> bool:
     return condition(workload, "Admitted") == "True"
 
 
+def delete_namespace(kube, name: str, timeout: float = 180) -> None:
+    """Delete namespace `name` (absent is fine) and wait until it is gone."""
+    from kubernetes import client
+    core = client.CoreV1Api(kube)
+    try:
+        core.delete_namespace(name)
+    except client.exceptions.ApiException as exc:
+        if exc.status != 404:
+            raise
+    wait_for("namespace %s to be gone" % name,
+             lambda: name not in [n.metadata.name for n in core.list_namespace().items], timeout=timeout)
+
+
 def delete_kueue_objects(kube, plurals: dict, select) -> None:
     """Delete the Kueue objects of `plurals` (kind -> plural, dependency order) for which
     `select(kind, metadata)` is true, dependents first; absent ones are fine."""

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.integration.ansible import run_playbook
-from tests.integration.kubeutil import helm, wait_for
+from tests.integration.kubeutil import delete_namespace, helm
 
 from . import rbac
 
@@ -72,14 +72,7 @@ def _uninstall_as_admin(cluster, kube) -> None:
     for crd in ext.list_custom_resource_definition().items:
         if crd.spec.group == "kueue.x-k8s.io":
             ext.delete_custom_resource_definition(crd.metadata.name)
-    core = client.CoreV1Api(kube)
-    try:
-        core.delete_namespace("kueue-system")
-    except client.exceptions.ApiException as exc:
-        if exc.status != 404:
-            raise
-    wait_for("namespace kueue-system to be gone",
-             lambda: "kueue-system" not in [n.metadata.name for n in core.list_namespace().items], timeout=180)
+    delete_namespace(kube, "kueue-system")
 
 
 @pytest.fixture(scope="module")
