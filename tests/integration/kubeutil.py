@@ -58,17 +58,24 @@ def admitted(workload: dict) -> bool:
     return condition(workload, "Admitted") == "True"
 
 
-def delete_namespace(kube, name: str, timeout: float = 180) -> None:
-    """Delete namespace `name` (absent is fine) and wait until it is gone."""
+def delete_namespaces(kube, names, timeout: float = 180, wait: bool = True) -> None:
+    """Delete the namespaces `names` (absent ones are fine); with `wait`, until all are gone."""
     from kubernetes import client
     core = client.CoreV1Api(kube)
-    try:
-        core.delete_namespace(name)
-    except client.exceptions.ApiException as exc:
-        if exc.status != 404:
-            raise
-    wait_for("namespace %s to be gone" % name,
-             lambda: name not in [n.metadata.name for n in core.list_namespace().items], timeout=timeout)
+    for name in names:
+        try:
+            core.delete_namespace(name)
+        except client.exceptions.ApiException as exc:
+            if exc.status != 404:
+                raise
+    if wait:
+        wait_for("namespaces %s to be gone" % ", ".join(names),
+                 lambda: not [n for n in core.list_namespace().items if n.metadata.name in names], timeout=timeout)
+
+
+def delete_namespace(kube, name: str, timeout: float = 180) -> None:
+    """Delete namespace `name` (absent is fine) and wait until it is gone."""
+    delete_namespaces(kube, [name], timeout=timeout)
 
 
 def delete_kueue_objects(kube, plurals: dict, select) -> None:

@@ -29,7 +29,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import live_normalised, queued_job, wait_for, workloads
+from .kubeutil import delete_namespaces, live_normalised, queued_job, wait_for, workloads
 
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
     sys.path.insert(0, os.path.join(REPO, ".venv", "collections"))
@@ -132,12 +132,7 @@ def _reset(kube):
             "state": "absent", "delete_namespace": True, "kubeconfig": "{{ kueue_kubeconfig }}"}}]}])
     assert res.rc == 0, res.stdout[-3000:]
     core = client.CoreV1Api(kube)
-    for ns in TEAMS:
-        try:
-            core.delete_namespace(ns)
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
+    delete_namespaces(kube, TEAMS, wait=False)
     wait_for("the team namespaces and the Kueue CRDs to be gone", lambda: not kueue_crds(kube) and not [
         n for n in core.list_namespace().items if n.metadata.name in TEAMS + ["kueue-system"]], timeout=180)
 

@@ -11,6 +11,7 @@ from kubernetes import client, config
 from tests.harness.cluster import Cluster, run_dir
 
 from .ansible import REPO, run_playbook
+from .kubeutil import delete_namespaces
 
 SITE = os.path.join(REPO, "playbooks", "site.yml")
 QUEUES = ["-e", "@" + os.path.join(REPO, "playbooks", "vars", "queues.yml"), "--forks", "2"]
@@ -55,10 +56,4 @@ def test_two_clusters_two_install_methods_one_run(cluster, arm, tmp_path):
         cleanup = run_playbook(os.path.join(REPO, "playbooks", "uninstall.yml"), inventory=str(tmp_path / "fleet.yml"),
                                extravars={"kueue_backup_dir": str(tmp_path / "backups"), "kueue_target_hosts": "aks-managed"})
         assert cleanup.rc == 0, cleanup
-        core = client.CoreV1Api(config.new_client_from_config(cluster.kubeconfig))
-        for ns in ("team-vision", "team-nlp"):
-            try:
-                core.delete_namespace(ns)
-            except client.exceptions.ApiException as exc:
-                if exc.status != 404:
-                    raise
+        delete_namespaces(config.new_client_from_config(cluster.kubeconfig), ["team-vision", "team-nlp"], wait=False)

@@ -21,7 +21,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import admitted, delete_kueue_objects, live_normalised, queued_job, wait_for, workloads
+from .kubeutil import admitted, delete_kueue_objects, delete_namespaces, live_normalised, queued_job, wait_for, workloads
 
 # The collection as the modules see it (`make venv` links this checkout there).
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
@@ -76,14 +76,7 @@ def delete_everything(kube):
     for secret in core.list_namespaced_secret("kueue-system").items:
         if secret.metadata.name.startswith("kb-"):
             core.delete_namespaced_secret(secret.metadata.name, "kueue-system")
-    for ns in NAMESPACES:
-        try:
-            core.delete_namespace(ns)
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
-    wait_for("the team namespaces to be gone",
-             lambda: not [n for n in core.list_namespace().items if n.metadata.name in NAMESPACES], timeout=180)
+    delete_namespaces(kube, NAMESPACES)
 
 
 def play(*tasks, vars_files=()):
