@@ -30,16 +30,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 
 try:
     from kubernetes import client as k8s
     from kubernetes import watch as k8s_watch
     from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError as Urllib3HTTPError
 except ImportError:  # pragma: no cover - the module reports missing_required_lib
     k8s = None
     k8s_watch = None
     ApiException = Exception
+    Urllib3HTTPError = Exception
 
 APPLY_PATCH = 'application/apply-patch+yaml'
 DRAIN_MANAGER = 'kueueops-drain'
@@ -104,6 +107,72 @@ def problems_from_api_error(exc, label):
     match = _FIELD_RE.search(message)
     field = match.group(1) if match else None
     return [q.Problem(label, field, 'rejected by the API server (HTTP %s): %s' % (exc.status, message))]
+
+
+def is_unreachable(exc):
+    """The request did not get an answer from the API server (connection refused or reset, a
+    timeout, a gateway error): a fact about the network, not about the object."""
+    if isinstance(exc, ApiException):
+        return exc.status in (0, 502, 503, 504) or exc.status is None
+    return isinstance(exc, (Urllib3HTTPError, OSError))
+
+
+class Unreachable(Exception):
+    """Raised by ``apply_kind`` when some writes got no answer: ``stored`` holds those that were
+    confirmed, ``unconfirmed`` the keys whose request broke (written or not, nobody knows)."""
+
+    def __init__(self, cause, stored, unconfirmed):
+        super().__init__(str(cause))
+        self.cause = cause
+        self.stored = stored
+        self.unconfirmed = unconfirmed
+
+
+class ApplyInterrupted(KueueOpsError):
+    """The API server stopped answering after this run began writing. ``applied`` lists what was
+    written (each with its action), ``unconfirmed`` the writes in flight when it happened."""
+
+    SHOWN = 5
+
+    def __init__(self, stage, cause, host, applied, total, unconfirmed=(), held_cqs=()):
+        self.stage = stage
+        self.applied = list(applied)
+        self.total = total
+        self.unconfirmed = list(unconfirmed)
+        self.held_cqs = list(held_cqs)
+        reason = describe_kube_error(cause, host=host).problem
+        parts = ['the API server stopped answering during %s (%s)' % (stage, reason)]
+        parts.append('%d of the %d write(s) this run had to make were done before that%s' % (
+            len(self.applied), total, (': ' + self._summary(self.applied)) if self.applied else ''))
+        if self.unconfirmed:
+            parts.append('%d more were in flight and may or may not have been written: %s' % (
+                len(self.unconfirmed), self._summary(self.unconfirmed)))
+        parts.append('nothing else was written (the result\'s applied list names every object written)')
+        if self.held_cqs:
+            parts.append('ClusterQueue(s) %s were left with stopPolicy Hold by hold_admission until the re-run '
+                         'releases them' % ', '.join(self._names(self.held_cqs)))
+        super().__init__('; '.join(parts), field='host',
+                         fix='re-run the same configuration once the API server answers: it converges, writing only '
+                             'what is missing or different')
+
+    @classmethod
+    def _names(cls, names):
+        names = list(names)
+        shown = names[:cls.SHOWN]
+        more = len(names) - len(shown)
+        return shown + (['and %d more' % more] if more > 0 else [])
+
+    @classmethod
+    def _summary(cls, refs):
+        """'ClusterQueue x120 (cq-000, cq-001, ... and 115 more), LocalQueue x3 (team-a/q, ...)'."""
+        by_kind = {}
+        for ref in refs:
+            name = ('%s/%s' % (ref['namespace'], ref['name'])) if ref.get('namespace') else ref['name']
+            by_kind.setdefault(ref['kind'], []).append(name)
+        order = ['Namespace'] + list(q.KIND_ORDER)
+        kinds = sorted(by_kind, key=lambda k: order.index(k) if k in order else len(order))
+        return ', '.join('%s x%d (%s)' % (kind, len(by_kind[kind]), ', '.join(cls._names(by_kind[kind])))
+                         for kind in kinds)
 
 
 class ConcurrentChange(Exception):
@@ -384,11 +453,16 @@ class QueueEngine:
 
         results = {}
         problems = []
+        unreachable = []
         for obj, result, exc in self._map(run, objects):
-            if exc is not None:
+            if exc is not None and is_unreachable(exc):
+                unreachable.append((obj, exc))
+            elif exc is not None:
                 problems.extend(problems_from_api_error(exc, q.obj_label(obj)))
             else:
                 results[q.obj_key(obj)] = result
+        if unreachable:
+            raise Unreachable(unreachable[0][1], {}, [q.obj_key(o) for o, _e in unreachable])
         return results, problems
 
     def apply_kind(self, objects, force=False, expected=None):
@@ -409,13 +483,20 @@ class QueueEngine:
 
         stored = {}
         problems = []
+        unconfirmed = []
+        cause = None
         for obj, result, exc in self._map(apply, objects):
             if isinstance(exc, ConcurrentChange):
                 problems.append(q.Problem(q.obj_label(obj), None, str(exc)))
+            elif exc is not None and is_unreachable(exc):
+                unconfirmed.append(q.obj_key(obj))
+                cause = cause or exc
             elif exc is not None:
                 problems.extend(problems_from_api_error(exc, q.obj_label(obj)))
             else:
                 stored[q.obj_key(obj)] = result
+        if unconfirmed:
+            raise Unreachable(cause, stored, unconfirmed)
         return stored, problems
 
     def _apply_locked(self, obj, read, force, attempts=5):
@@ -659,8 +740,13 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     if problems:
         raise QueueProblems(_scrub(problems, masked), 'input and cross-reference checks')
 
-    dry, dry_problems = engine.dry_run_all(objects, live, namespaces, force=params.get('force'),
-                                           hold=params.get('hold_admission'))
+    try:
+        dry, dry_problems = engine.dry_run_all(objects, live, namespaces, force=params.get('force'),
+                                               hold=params.get('hold_admission'))
+    except Unreachable as exc:
+        raise KueueOpsError('the API server stopped answering during the server-side dry-run (%s); nothing was '
+                            'written' % describe_kube_error(exc.cause, host=api_client.configuration.host).problem,
+                            field='host', fix='re-run once the API server answers')
     if dry_problems:
         raise QueueProblems(_scrub(dry_problems, masked),
                             'server-side dry-run: CRD schema, CEL rules and Kueue webhooks')
@@ -706,7 +792,59 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
         return result
 
     # ---- writes
-    created_ns = [ns for ns in missing_ns if engine.create_namespace(ns)]
+    # What was written, as it is confirmed: when the API server stops answering half-way, the run
+    # says exactly that (ApplyInterrupted) and a re-run converges.
+    progress = {'stage': 'the creation of namespaces', 'applied': [], 'held': []}
+    total = len(missing_ns) + len(to_apply) + len(prune_keys)
+    try:
+        _write(engine, params, objects, to_apply, actions, missing_ns, prune_keys, live, result, counts,
+               changed_objects, masked, progress, deadline)
+    except Unreachable as exc:
+        if progress['stage'] == 'the hold of ClusterQueues (hold_admission)':
+            progress['held'].extend(key[2] for key in exc.stored)
+        else:
+            progress['applied'].extend(_ref(key, actions.get(key, 'pruned')) for key in exc.stored
+                                       if actions.get(key, 'pruned') != 'unchanged')
+        raise ApplyInterrupted(progress['stage'], exc.cause, api_client.configuration.host, progress['applied'],
+                               total, [_ref(key, actions.get(key, 'pruned')) for key in exc.unconfirmed],
+                               progress['held'])
+    except (KueueOpsError, QueueProblems):
+        raise
+    except Exception as exc:  # pylint: disable=broad-except
+        if not is_unreachable(exc):
+            raise
+        raise ApplyInterrupted(progress['stage'], exc, api_client.configuration.host, progress['applied'], total,
+                               progress.get('in_flight') or [], progress['held'])
+
+    result.update(counts=counts, changed_objects=changed_objects,
+                  changed=bool(changed_objects or result['namespaces_created'] or result['prune_waiting']))
+    if diff:
+        result['diff'] = diffs
+
+    # ---- wait
+    if params.get('wait', True):
+        progress['stage'] = 'the wait for the queues to become Active (every write was done)'
+        try:
+            not_active = engine.wait_active(expected_active(objects), deadline)
+        except Exception as exc:  # pylint: disable=broad-except
+            if not is_unreachable(exc):
+                raise
+            raise ApplyInterrupted(progress['stage'], exc, api_client.configuration.host, progress['applied'],
+                                   total)
+        result['not_active'] = [dict(_ref(k), reason=r) for k, r in sorted(not_active.items())]
+    return result
+
+
+def _write(engine, params, objects, to_apply, actions, missing_ns, prune_keys, live, result, counts,
+           changed_objects, masked, progress, deadline):
+    """The writes of a run, recording each confirmed one in ``progress`` (see ``ApplyInterrupted``)."""
+    created_ns = []
+    for ns in missing_ns:
+        progress['in_flight'] = [{'kind': 'Namespace', 'name': ns, 'action': 'created'}]
+        if engine.create_namespace(ns):
+            created_ns.append(ns)
+            progress['applied'].append({'kind': 'Namespace', 'name': ns, 'action': 'created'})
+    progress['in_flight'] = []
     result['namespaces_created'] = created_ns
     hold = bool(params.get('hold_admission')) and bool(to_apply)
     cq_objects = [o for o in objects if o['kind'] == 'ClusterQueue']
@@ -714,22 +852,39 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     # The objects as this run read and validated them: optimistic locks for its writes.
     expected = dict((key, obj) for kind_objects in live.values() for key, obj in (kind_objects or {}).items()
                     if isinstance(obj, dict) and (obj.get('metadata') or {}).get('resourceVersion'))
+
+    def record(stored):
+        progress['applied'].extend(_ref(key, actions[key]) for key in stored
+                                   if actions.get(key, 'unchanged') != 'unchanged')
+
     if hold and cq_objects:
+        progress['stage'] = 'the hold of ClusterQueues (hold_admission)'
         stored, errs = engine.apply_kind([held(o) for o in cq_objects], force=force, expected=expected)
         if errs:
             raise QueueProblems(errs, 'holding ClusterQueues (stopPolicy Hold)')
         result['held'] = [o['metadata']['name'] for o in cq_objects]
+        progress['held'] = list(result['held'])
         # (The client returns no body for a 201, so objects this run just created stay unlocked.)
         expected.update((key, obj) for key, obj in stored.items()
                         if isinstance(obj, dict) and (obj.get('metadata') or {}).get('resourceVersion'))
     for kind, group in q.group_by_kind(to_apply):
         if hold and kind == 'ClusterQueue':
             continue
-        _stored, errs = engine.apply_kind(group, force=force, expected=expected)
+        progress['stage'] = 'the apply of %s objects' % kind
+        stored, errs = engine.apply_kind(group, force=force, expected=expected)
+        record(stored)
         if errs:
             raise QueueProblems(_scrub(errs, masked), 'apply of %s (earlier kinds were applied)' % kind)
     if hold and cq_objects:
-        _stored, errs = engine.apply_kind(cq_objects, force=force, expected=expected)
+        progress['stage'] = 'the release of the held ClusterQueues'
+        try:
+            stored, errs = engine.apply_kind(cq_objects, force=force, expected=expected)
+        except Unreachable as exc:
+            released = set(key[2] for key in exc.stored)
+            progress['held'] = [name for name in progress['held'] if name not in released]
+            raise
+        record(stored)
+        progress['held'] = []
         if errs:
             raise QueueProblems(errs, 'releasing ClusterQueues to their desired stopPolicy')
 
@@ -737,35 +892,35 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     if prune_keys:
         drain = params.get('prune_drain')
         for kind, keys in _group_keys(prune_keys):
+            progress['stage'] = 'the prune of %s objects' % kind
             if drain and kind == 'ClusterQueue':
                 for key, _res, exc in engine._map(engine.drain, keys):
                     if exc is not None:
+                        if is_unreachable(exc):
+                            raise Unreachable(exc, {}, [])
                         raise QueueProblems(problems_from_api_error(exc, q.key_label(key)), 'draining %s' % kind)
             deleted = []
+            broken = []
+            cause = None
             for key, existed, exc in engine._map(engine.delete, keys):
-                if exc is not None:
+                if exc is not None and is_unreachable(exc):
+                    broken.append(key)
+                    cause = cause or exc
+                elif exc is not None:
                     raise QueueProblems(problems_from_api_error(exc, q.key_label(key)), 'prune of %s' % kind)
-                if existed:
+                elif existed:
                     deleted.append(key)
+            if broken:
+                raise Unreachable(cause, dict((k, None) for k in deleted), broken)
             left = engine.wait_gone(deleted, max(0.0, min(15.0, deadline - time.time())))
             for key in deleted:
+                progress['applied'].append(_ref(key, 'pruned'))
                 if key in left:
                     result['prune_waiting'].append(dict(_ref(key), reason=engine.waiting_reason(key, left[key] or {})))
                 else:
                     counts[kind]['pruned'] += 1
                     result['pruned'].append(_ref(key))
                     changed_objects.append(_ref(key, 'pruned'))
-
-    result.update(counts=counts, changed_objects=changed_objects,
-                  changed=bool(changed_objects or created_ns or result['prune_waiting']))
-    if diff:
-        result['diff'] = diffs
-
-    # ---- wait
-    if params.get('wait', True):
-        not_active = engine.wait_active(expected_active(objects), deadline)
-        result['not_active'] = [dict(_ref(k), reason=r) for k, r in sorted(not_active.items())]
-    return result
 
 
 def _group_keys(keys):

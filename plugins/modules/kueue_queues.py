@@ -247,6 +247,19 @@ not_active:
   returned: O(wait=true)
   type: list
   elements: dict
+applied:
+  description: When the API server stopped answering after the run began writing, every object written before
+    that (namespaces included), with the action; the message counts them. Re-running the same configuration
+    converges.
+  returned: failure, when the API server became unreachable during the writes
+  type: list
+  elements: dict
+  sample: [{kind: ClusterQueue, name: team-a, action: created}]
+unconfirmed:
+  description: With RV(applied), the writes that were in flight when the connection broke (written or not).
+  returned: failure, when the API server became unreachable during the writes
+  type: list
+  elements: dict
 problems:
   description: On failure, every problem found, each with the object, the field and what is wrong.
   returned: failure
@@ -265,7 +278,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     get_api_client,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils import queues
-from ansible_collections.kueueops.aks.plugins.module_utils.apply import QueueProblems, run
+from ansible_collections.kueueops.aks.plugins.module_utils.apply import ApplyInterrupted, QueueProblems, run
 
 
 def main():
@@ -309,12 +322,16 @@ def main():
         result = run(api_client, params, check_mode=module.check_mode, diff=module._diff,
                      no_log_values=module.no_log_values)
     except QueueProblems as exc:
-        failure = dict(msg=exc.message(), problems=[p.as_dict() for p in exc.problems])
+        failure = dict(msg=exc.message(), problems=[p.as_dict() for p in exc.problems], changed=False)
+    except ApplyInterrupted as exc:
+        # The API server stopped answering after writes began: say what was written.
+        failure = dict(msg=exc.message(), applied=exc.applied, unconfirmed=exc.unconfirmed,
+                       changed=bool(exc.applied or exc.unconfirmed))
     except Exception as exc:  # pylint: disable=broad-except
-        failure = dict(msg=describe_kube_error(exc, host=api_client.configuration.host).message())
+        failure = dict(msg=describe_kube_error(exc, host=api_client.configuration.host).message(), changed=False)
     if failure is not None:
         # Outside the except block: a user-facing message, no traceback attached.
-        module.fail_json(changed=False, **failure)
+        module.fail_json(**failure)
 
     for item in result.get('prune_waiting') or []:
         module.warn('%s %s is still being deleted: %s' % (item['kind'], item['name'], item['reason']))

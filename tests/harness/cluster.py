@@ -297,6 +297,34 @@ class Cluster:
         ])
         self._wait("kube-apiserver /readyz", self.healthy, timeout=120, proc="kube-apiserver")
 
+    def stop_apiserver(self, sig: int = signal.SIGTERM) -> None:
+        """Stop kube-apiserver (fault injection); etcd, the controllers and the agent keep running
+        and reconnect after `start_apiserver`. SIGKILL for an abrupt stop."""
+        proc = (self.state.get("processes") or {}).get("kube-apiserver")
+        if not proc:
+            raise HarnessError("no kube-apiserver in %s" % self.folder)
+        if sig == signal.SIGTERM:
+            stop_pid(proc["pid"], proc["marker"])
+        elif pid_alive(proc["pid"], proc["marker"]):
+            os.killpg(proc["pid"], sig)
+            deadline = time.time() + 15
+            while pid_alive(proc["pid"], proc["marker"]) and time.time() < deadline:
+                time.sleep(0.05)
+        child = self._children.pop("kube-apiserver", None)
+        if child is not None:
+            child.wait(5)
+        log("stopped kube-apiserver (pid %d)" % proc["pid"])
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again after `stop_apiserver`: the same port, etcd, certificates and
+        flags, so every kubeconfig and client keeps working."""
+        proc = (self.state.get("processes") or {}).get("kube-apiserver")
+        if proc and pid_alive(proc["pid"], proc["marker"]):
+            raise HarnessError("kube-apiserver is still running (pid %d)" % proc["pid"])
+        started = time.time()
+        self._start_apiserver()
+        log("kube-apiserver back in %.1fs" % (time.time() - started))
+
     def _kubeconfig(self, path: str, user: str, cert: str, key: str) -> None:
         with open(self.path("pki", "ca.crt"), "rb") as handle:
             ca = base64.b64encode(handle.read()).decode()

@@ -287,3 +287,65 @@ def test_secret_in_resources_refused_and_errors_scrubbed(mk_server):
         run(multikueue(), secrets=[kubeconfig_secret()])
     assert encoded not in err.value.message() and '<redacted>' in err.value.message()
     assert writes(mk_server) == []
+
+
+def _unreachable():
+    from urllib3.exceptions import MaxRetryError, NewConnectionError
+    return MaxRetryError(None, '/apis/kueue.x-k8s.io', NewConnectionError(None, 'Connection refused'))
+
+
+def _down_after(server, monkeypatch, writes_allowed):
+    """The API server answers ``writes_allowed`` writes (dry-runs always), then refuses connections."""
+    original = server.apply
+    seen = []
+
+    def apply(engine, obj, dry_run=False, **kwargs):
+        if not dry_run:
+            seen.append(q.obj_key(obj))
+            if len(seen) > writes_allowed:
+                raise _unreachable()
+        return original(engine, obj, dry_run=dry_run, **kwargs)
+    monkeypatch.setattr(engine_mod.QueueEngine, 'server_apply', lambda engine, *a, **kw: apply(engine, *a, **kw))
+
+
+class ReachableClient(FakeApiClient):
+    class configuration:  # noqa: N801 - mimics the attribute layout
+        host = 'https://127.0.0.1:6443'
+
+
+def many(n):
+    objs = config(lq=False)
+    for i in range(n):
+        objs.append({'apiVersion': V2, 'kind': 'LocalQueue', 'metadata': {'name': 'q%03d' % i, 'namespace': 'team-a'},
+                     'spec': {'clusterQueue': 'a'}})
+    return objs
+
+
+def test_api_server_gone_mid_apply_says_what_was_written(server, monkeypatch):
+    _down_after(server, monkeypatch, 12)
+    base = dict(resources=many(30), state='present', prune=False, force=False, hold_admission=False,
+                create_namespaces=False, wait=True, timeout=60, workers=1)
+    with pytest.raises(engine_mod.ApplyInterrupted) as err:
+        engine_mod.run(ReachableClient(), base)
+    exc = err.value
+    assert len(exc.applied) == 12 and exc.total == 32 and len(server.store) == 12
+    assert [(r['kind'], r['action']) for r in exc.applied[:2]] == [('ResourceFlavor', 'created'),
+                                                                   ('ClusterQueue', 'created')]
+    msg = exc.message()
+    assert msg.startswith('host: the API server stopped answering during the apply of LocalQueue objects')
+    assert 'Connection refused' in msg and '12 of the 32 write(s)' in msg
+    assert 'LocalQueue x10 (team-a/q000, team-a/q001, team-a/q002, team-a/q003, team-a/q004, and 5 more)' in msg
+    assert 'nothing else was written' in msg and 'Fix: re-run the same configuration' in msg
+    # (workers=1: the 13th write failed, the 17 after it failed the same way; none is confirmed)
+    assert len(exc.unconfirmed) == 20
+
+
+def test_api_server_gone_while_clusterqueues_are_held_says_so(server, monkeypatch):
+    run(config())
+    _down_after(server, monkeypatch, 1)  # the hold lands, the release does not
+    base = dict(resources=config(quota='8'), state='present', prune=False, force=False, hold_admission=True,
+                create_namespaces=False, wait=True, timeout=60, workers=1)
+    with pytest.raises(engine_mod.ApplyInterrupted) as err:
+        engine_mod.run(ReachableClient(), base)
+    assert server.store[('ClusterQueue', '', 'a')]['spec']['stopPolicy'] == 'Hold'
+    assert 'ClusterQueue(s) a were left with stopPolicy Hold' in err.value.message()
