@@ -22,6 +22,9 @@ CLIENT_ID = "00000000-0000-4000-8000-00000000c001"
 RESOURCE_GROUP = "kueueops-rg"
 CLUSTER_NAME = "kueueops-aks"
 LOCATION = "westeurope"
+# The client secret is random per start; the prefix makes it recognisable in any log a leak could reach
+# (tests/reliability/test_secrets.py greps for it), without making it guessable.
+CLIENT_SECRET_PREFIX = "kueueops-FAKE-arm-secret-"
 
 
 class ArmEmulator:
@@ -82,7 +85,8 @@ class ArmEmulator:
         config = {
             "url": "https://127.0.0.1:%d" % port, "port": port,
             "subscription_id": SUBSCRIPTION_ID, "tenant_id": TENANT_ID, "client_id": CLIENT_ID,
-            "client_secret": secrets.token_urlsafe(24), "principal_object_id": str(uuid.uuid5(uuid.NAMESPACE_URL, CLIENT_ID)),
+            "client_secret": CLIENT_SECRET_PREFIX + secrets.token_urlsafe(24),
+            "principal_object_id": str(uuid.uuid5(uuid.NAMESPACE_URL, CLIENT_ID)),
             "resource_group": RESOURCE_GROUP, "cluster_name": CLUSTER_NAME, "location": LOCATION,
         }
         fd = os.open(self.config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
