@@ -103,6 +103,22 @@ def pick_latest(tags, include_prerelease=False):
     return best
 
 
+def check_published(version, tags, oci_ref):
+    """Raise a ``KueueOpsError`` naming chart_version when ``version`` (with or without a leading ``v``) is
+    not among the registry's ``tags``; helm would otherwise fail later with only "FetchReference ... not
+    found". Nothing is checked when the tag list is empty (a registry that lists nothing)."""
+    if not tags:
+        return
+    text = str(version)
+    bare = (text[1:] if text.startswith("v") else text).replace("+", "_")  # helm's OCI tags write + as _
+    if bare in tags or "v" + bare in tags:
+        return
+    published = sorted((t for t in tags if semver_key(t) is not None), key=semver_key, reverse=True)
+    raise KueueOpsError("version %s is not published in %s" % (text, oci_ref), field="chart_version",
+                        fix="give a published version (newest first: %s), or latest"
+                        % (", ".join(published[:8]) or "none"))
+
+
 _GO_FRAME = re.compile(r"^(\s+\S+\.go:\d+|\S+\(.*\)$|goroutine \d+)")
 
 

@@ -1468,6 +1468,24 @@ def _dependency_problems(rel, gates):
     return problems
 
 
+def problems_fix(version, problems):
+    """The ``Fix:`` for the problems of validate_feature_gates/validate_integrations: what to change for
+    each kind of problem found (an unknown name, a value that is not a boolean, a duplicate...)."""
+    text = " ".join(problems)
+    fixes = []
+    if "unknown " in text or "exists only from Kueue" in text:
+        fixes.append("use names that Kueue %s knows" % version)
+    if "must be true or false" in text or "must be a mapping" in text:
+        fixes.append("map each feature gate name to true or false")
+    if "listed twice" in text:
+        fixes.append("list each integration once")
+    if "must be a string" in text or "must be a list" in text:
+        fixes.append("give integrations as a list of framework names")
+    if "locked to" in text or "requires" in text:
+        fixes.append("change the feature gates as each problem says")
+    return "; ".join(fixes) or "use names and values that Kueue %s knows" % version
+
+
 def validate_integrations(version, names):
     """Problems with a list of integrations.frameworks names for a Kueue version."""
     problems = []

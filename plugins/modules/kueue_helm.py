@@ -213,6 +213,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import (
     HelmRunner,
+    check_published,
     helm_kube_env,
     split_oci_ref,
 )
@@ -231,6 +232,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import (
     catalog_for,
+    problems_fix,
     validate_feature_gates,
     validate_integrations,
     version_warning,
@@ -265,9 +267,12 @@ def _load_values_files(paths):
             with open(path) as handle:
                 data = yaml.safe_load(handle) or {}
         except (OSError, yaml.YAMLError) as exc:
-            raise KueueOpsError("cannot read values file %s: %s" % (path, exc), field="values_files")
+            raise KueueOpsError("cannot read values file %s: %s" % (path, exc), field="values_files",
+                                fix="correct the file: it must be readable YAML, a mapping of chart values")
         if not isinstance(data, dict):
-            raise KueueOpsError("values file %s is not a mapping" % path, field="values_files")
+            raise KueueOpsError("values file %s is not a mapping (it holds a %s)" % (path, type(data).__name__),
+                                field="values_files",
+                                fix="write the chart values as a YAML mapping, as in the chart's values.yaml")
         merged = deep_merge(merged, data)
     return merged
 
@@ -333,7 +338,15 @@ class KueueHelm:
                 except Exception as exc:  # pylint: disable=broad-except
                     raise KueueOpsError("cannot list the tags of %s: %s" % (ref, runner.scrub(exc)),
                                         field="chart_ref", fix="check the reference, plain_http and credentials")
-            return self.check_semver(wanted)
+            version = self.check_semver(wanted)
+            try:
+                tags = runner.list_tags(ref, plain_http=self.p["plain_http"],
+                                        username=self.p.get("registry_username"),
+                                        password=self.p.get("registry_password"))
+            except Exception:  # pylint: disable=broad-except
+                tags = []  # a registry that does not list tags: helm itself reports a missing version
+            check_published(version, tags, ref)
+            return version
         if not os.path.exists(ref):
             raise KueueOpsError("%s is neither an oci:// reference nor an existing chart path" % ref,
                                 field="chart_ref", fix="give oci://REGISTRY/REPO/kueue or a chart folder/.tgz")
@@ -443,7 +456,7 @@ class KueueHelm:
         if problems and catalog_for(version) is not None:
             raise KueueOpsError(" ".join(problems), field="feature_gates" if p.get("feature_gates") and any(
                 "gate" in x for x in problems) else "integrations",
-                fix="use names that Kueue %s knows" % version)
+                fix=problems_fix(version, problems))
 
         default_cfg = None
         if p.get("integrations") is not None:

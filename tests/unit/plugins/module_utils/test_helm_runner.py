@@ -217,3 +217,16 @@ def test_uninstall_reasons_keep_errors_and_refusals_not_the_debug_log():
     assert text.startswith("Error: failed to delete release: kueue")
     assert "cannot delete resource" in text
     assert hr.uninstall_reasons("") == ""
+
+
+def test_check_published_names_chart_version_and_the_published_versions():
+    tags = ["0.18.4", "0.19.2", "sha256-abc.sig"]
+    hr.check_published("0.19.2", tags, "oci://r/kueue")
+    hr.check_published("v0.19.2", tags, "oci://r/kueue")
+    hr.check_published("1.0.0+build", ["1.0.0_build"], "oci://r/kueue")
+    hr.check_published("0.1.0", [], "oci://r/kueue")  # a registry that lists nothing: helm reports it
+    with pytest.raises(KueueOpsError) as err:
+        hr.check_published("0.1.0", tags, "oci://r/kueue")
+    msg = err.value.message()
+    assert msg.startswith("chart_version: version 0.1.0 is not published in oci://r/kueue")
+    assert "Fix: give a published version (newest first: 0.19.2, 0.18.4), or latest." in msg

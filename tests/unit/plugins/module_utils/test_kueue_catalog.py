@@ -156,3 +156,16 @@ def test_gate_min_patch_consistent_with_0_18_4_source():
             assert cat.parse_version(rel.gate_min_patch[name])[2] > 4, name
         else:
             assert cat.parse_version(rel.gate_min_patch.get(name, "0.18.0"))[2] <= 4, name
+
+
+def test_problems_fix_says_what_to_change_for_each_kind_of_problem():
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import (
+        problems_fix, validate_feature_gates, validate_integrations)
+    unknown = validate_feature_gates("0.19.2", {"NoSuchGate": True})
+    assert problems_fix("0.19.2", unknown) == "use names that Kueue 0.19.2 knows"
+    not_bool = validate_feature_gates("0.19.2", {"TopologyAwareScheduling": "sometimes"})
+    assert problems_fix("0.19.2", not_bool) == "map each feature gate name to true or false"
+    twice = validate_integrations("0.19.2", ["batch/job", "batch/job"])
+    assert problems_fix("0.19.2", twice) == "list each integration once"
+    both = validate_integrations("0.19.2", ["batch/job", "batch/job", "example.com/nosuch"])
+    assert problems_fix("0.19.2", both) == "use names that Kueue 0.19.2 knows; list each integration once"
