@@ -416,10 +416,11 @@ def normalise(origin, doc, served, problems, kueue_namespace='kueue-system'):
                                 % (api_version, GROUP, GROUP)))
         return None
     if not isinstance(meta, dict):
-        problems.append(Problem(label, 'metadata', 'missing'))
+        problems.append(Problem(label, 'metadata', 'missing: give metadata.name (and metadata.namespace for a '
+                                'LocalQueue)'))
         return None
     if not isinstance(name, str) or not name:
-        problems.append(Problem(label, 'metadata.name', 'missing'))
+        problems.append(Problem(label, 'metadata.name', 'missing: give every object a metadata.name'))
         return None
     namespace = meta.get('namespace')
     if kind in NAMESPACED:
@@ -472,7 +473,7 @@ def normalise_secret(origin, doc, namespace, problems):
         problems.append(Problem(label, 'apiVersion', 'a Secret is apiVersion v1, got %r' % (doc.get('apiVersion'),)))
         return None
     if not isinstance(meta, dict) or not isinstance(name, str) or not name:
-        problems.append(Problem(label, 'metadata.name', 'missing'))
+        problems.append(Problem(label, 'metadata.name', 'missing: give every object a metadata.name'))
         return None
     given = meta.get('namespace') or namespace
     if given != namespace:
@@ -580,7 +581,7 @@ def normalise_all(items, served, problems, kueue_namespace='kueue-system'):
         key = obj_key(obj)
         if key in seen:
             problems.append(Problem(key_label(key), 'metadata.name',
-                                    'declared twice (%s and %s)' % (seen[key], origin)))
+                                    'declared twice (%s and %s); keep one of them' % (seen[key], origin)))
             continue
         seen[key] = origin
         out.append(obj)
@@ -720,8 +721,9 @@ def validate(objects, live, namespaces, create_namespaces=False, aks_managed=Fal
     def missing_text(kind, name, namespace=''):
         key = (kind, namespace, name)
         if key in (live.get(kind) or {}) and key in pruned:
-            return '%s %r is not in the input and would be pruned' % (kind, name)
-        return '%s %r does not exist in the input or the cluster' % (kind, name)
+            return '%s %r is not in the input and would be pruned; declare it again or drop the reference' % (kind, name)
+        return '%s %r does not exist in the input or the cluster; declare it in resources/src or correct the name' % (
+            kind, name)
 
     # The MultiKueueClusters there will be (declared, or live and not pruned), for the Secrets.
     clusters = dict((k, o) for k, o in (live.get('MultiKueueCluster') or {}).items() if k not in pruned)
@@ -755,7 +757,7 @@ def validate(objects, live, namespaces, create_namespaces=False, aks_managed=Fal
                 problems.append(Problem(label, field, str(exc)))
             else:
                 if quantity < 0:
-                    problems.append(Problem(label, field, 'must not be negative, got %s' % value))
+                    problems.append(Problem(label, field, 'must not be negative, got %s; give 0 or more' % value))
         if kind == 'LocalQueue':
             namespace = obj['metadata']['namespace']
             target = spec.get('clusterQueue')

@@ -305,7 +305,9 @@ def main():
         module.fail_json(msg=KueueOpsError('must be a positive number of seconds', field='timeout',
                                            fix='give the seconds the whole run may take').message())
     if params['workers'] < 1 or params['workers'] > 64:
-        module.fail_json(msg=KueueOpsError('must be between 1 and 64', field='workers').message())
+        module.fail_json(msg=KueueOpsError('must be between 1 and 64, got %d' % params['workers'], field='workers',
+                                           fix='give the number of concurrent requests, for example the default '
+                                               '8').message())
     if not params['resources'] and not params['src'] and not params['secrets'] and not params['prune']:
         module.fail_json(msg=KueueOpsError('nothing to do', field='resources',
                                            fix='give resources and/or src (or prune: true to delete everything '

@@ -233,16 +233,18 @@ def test_dangling_references_named():
                                                             'kind': 'ProvisioningRequestConfig', 'name': 'prc'}}}]
     got = texts(validate(objs))
     assert got == [
-        "ResourceFlavor default: spec.topologyName: Topology 'dc' does not exist in the input or the cluster",
+        "ResourceFlavor default: spec.topologyName: Topology 'dc' does not exist in the input or the cluster; "
+        "declare it in resources/src or correct the name",
         "ClusterQueue a: spec.resourceGroups[0].flavors[1].name: ResourceFlavor 'spot' does not exist in the input "
-        "or the cluster",
+        "or the cluster; declare it in resources/src or correct the name",
         "ClusterQueue a: spec.admissionChecksStrategy.admissionChecks[0].name: AdmissionCheck 'prov' does not exist "
-        "in the input or the cluster",
-        "LocalQueue team-a/q: spec.clusterQueue: ClusterQueue 'nope' does not exist in the input or the cluster",
+        "in the input or the cluster; declare it in resources/src or correct the name",
+        "LocalQueue team-a/q: spec.clusterQueue: ClusterQueue 'nope' does not exist in the input or the cluster; "
+        "declare it in resources/src or correct the name",
         "LocalQueue team-b/r: metadata.namespace: namespace 'team-b' does not exist; create it first or set "
         "create_namespaces: true",
         "AdmissionCheck other: spec.parameters.name: ProvisioningRequestConfig 'prc' does not exist in the input or "
-        "the cluster",
+        "the cluster; declare it in resources/src or correct the name",
     ]
 
 
@@ -254,7 +256,7 @@ def test_reference_to_object_being_pruned():
     live = [cq('a')]
     problems = validate([rf('default'), lq('q', 'team-a', 'a')], live=live, pruned=[('ClusterQueue', '', 'a')])
     assert texts(problems) == ["LocalQueue team-a/q: spec.clusterQueue: ClusterQueue 'a' is not in the input and "
-                               "would be pruned"]
+                               "would be pruned; declare it again or drop the reference"]
 
 
 def test_bad_quantities_named_with_field():
@@ -520,11 +522,11 @@ def test_multikueue_cross_references():
         "the input or the cluster; create it with the worker cluster's kubeconfig under the key 'kubeconfig' (or "
         "restore a backup taken with include_secrets: true)",
         "MultiKueueConfig workers: spec.clusters[2]: MultiKueueCluster 'nope' does not exist in the input or the "
-        "cluster",
+        "cluster; declare it in resources/src or correct the name",
         "AdmissionCheck mk-bad: spec.parameters.name: MultiKueueConfig 'absent' does not exist in the input or the "
-        "cluster",
+        "cluster; declare it in resources/src or correct the name",
         "AdmissionCheck mk-kind: spec.parameters.name: ProvisioningRequestConfig 'workers' does not exist in the "
-        "input or the cluster",
+        "input or the cluster; declare it in resources/src or correct the name",
         "AdmissionCheck mk-kind: spec.parameters: an AdmissionCheck of controller kueue.x-k8s.io/multikueue needs "
         "parameters {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: <MultiKueueConfig>}",
         "Secret kueue-system/stray: kind: no MultiKueueCluster of the input or the cluster uses this Secret; "
