@@ -57,6 +57,8 @@ EXTENSION_DEPLOYMENT = 'kueue-extension'
 
 # ARM: 1-253 characters; AKS extension names are DNS subdomains.
 _NAME_RE = re.compile(r'^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$')
+# The release trains of AKS cluster extensions (ARM refuses any other, case-insensitively).
+RELEASE_TRAINS = ('stable', 'preview')
 _NAMESPACE_RE = re.compile(r'^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$')
 _VERSION_RE = re.compile(r'^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$')
 _K8S_VERSION_RE = re.compile(r'^v?(\d+)\.(\d+)')
@@ -113,8 +115,13 @@ def validate_params(params):
         raise KueueOpsError('auto_upgrade_mode=none needs a pinned version (without one the extension follows '
                             'release_train)', field='auto_upgrade_mode',
                             fix='set version to the extension version to stay on, or drop auto_upgrade_mode')
-    if not (params.get('release_train') or '').strip():
+    train = (params.get('release_train') or '').strip()
+    if not train:
         raise KueueOpsError('release_train is empty', field='release_train', fix='use preview (the default) or stable')
+    if train.lower() not in RELEASE_TRAINS:
+        # ARM answers 400 to any other train; refuse it before anything is sent.
+        raise KueueOpsError('%r is not a release train of the managed Kueue extension' % train, field='release_train',
+                            fix='use preview (the default) or stable')
     normalize_settings(params.get('configuration_settings'), 'configuration_settings')
     normalize_settings(params.get('configuration_protected_settings'), 'configuration_protected_settings')
     overlap = set(params.get('configuration_settings') or {}) & set(params.get('configuration_protected_settings') or {})

@@ -79,6 +79,8 @@ options:
     description:
       - Release train the extension follows (V(preview) while the managed Kueue extension is in preview, later
         V(stable)). Without O(version), ARM installs and auto-upgrades to the newest version of the train.
+      - Only V(preview) and V(stable) (in any case) are release trains of the extension; any other value is refused
+        before anything is sent to ARM.
     type: str
     default: preview
   version:
@@ -389,7 +391,11 @@ class KueueExtension:
         try:
             poller.wait(timeout=self.remaining())
             if not poller.done():
-                raise self.timed_out(what)
+                try:
+                    current = self.get_extension()
+                except KueueOpsError:
+                    current = None
+                raise self.timed_out(what, current)
             return poller.result()
         except AzureError as exc:
             current = self.get_extension()

@@ -70,6 +70,7 @@ def test_settings_are_strings():
     (dict(version='latest'), 'version'),
     (dict(auto_upgrade_mode='none'), 'auto_upgrade_mode'),
     (dict(release_train=' '), 'release_train'),
+    (dict(release_train='nightly'), 'release_train'),
     (dict(configuration_settings={'k': 'a'}, configuration_protected_settings={'k': 'b'}),
      'configuration_protected_settings'),
 ])
@@ -83,6 +84,7 @@ def test_validate_params_accepts_defaults_and_pins():
     x.validate_params(params())
     x.validate_params(params(name='aks-kueue', version='v0.14.2', auto_upgrade_mode='none'))
     x.validate_params(params(version='0.15.0-rc.1', auto_upgrade_mode='patch'))
+    x.validate_params(params(release_train='Stable'))
 
 
 def test_upgrade_properties_follow_train_or_pin():
