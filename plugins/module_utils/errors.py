@@ -150,3 +150,31 @@ def api_exception_message(exc):
     if detail:
         return '%s: %s' % (head, detail)
     return head
+
+
+# Kubernetes names checked before a request, so that a typo is reported with the option that holds it.
+_DNS_LABEL_RE = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
+_DNS_SUBDOMAIN_RE = re.compile(r'^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
+_LABEL_NAME_RE = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')
+
+
+def namespace_name_error(name, field):
+    """A ``KueueOpsError`` naming ``field`` when ``name`` is not a valid namespace name (a DNS-1123 label),
+    else None."""
+    if isinstance(name, str) and _DNS_LABEL_RE.match(name):
+        return None
+    return KueueOpsError('%r is not a valid namespace name' % (name,), field=field,
+                         fix='use a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a '
+                             'letter or digit, at most 63 characters')
+
+
+def label_key_error(key, field):
+    """A ``KueueOpsError`` naming ``field`` when ``key`` is not a valid label key (``[prefix/]name``),
+    else None."""
+    text = key if isinstance(key, str) else ''
+    prefix, _sep, name = text.rpartition('/')
+    if text and _LABEL_NAME_RE.match(name) and (not _sep or _DNS_SUBDOMAIN_RE.match(prefix)):
+        return None
+    return KueueOpsError('%r is not a valid label key' % (key,), field=field,
+                         fix='give a label key such as kueue.x-k8s.io/queue-name: an optional DNS subdomain '
+                             'prefix and "/", then at most 63 letters, digits, "-", "_" or "."')

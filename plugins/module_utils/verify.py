@@ -349,6 +349,19 @@ def run_smoke_tests(api_client, queues, requests, timeout):
     custom = k8s.CustomObjectsApi(api_client)
     version = Verifier(api_client, webhook_probe=False).served_version()
     submitted, checks = [], []
+    # Every LocalQueue first: a missing one fails the smoke test before any Job is created.
+    for ref in queues:
+        ns, name = parse_queue_ref(ref)
+        try:
+            custom.get_namespaced_custom_object(GROUP, version, ns, "localqueues", name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            checks.append(Check("smoke-test/%s" % ref, False, "LocalQueue %s does not exist, so no smoke-test Job "
+                                "was submitted (smoke_test: name an existing LocalQueue as NAMESPACE/LOCALQUEUE, or "
+                                "create it first with kueueops.aks.kueue_queues)" % ref))
+    if checks:
+        return checks
     for ref in queues:
         ns, name = parse_queue_ref(ref)
         try:

@@ -117,7 +117,11 @@ def parse_ref(item, index):
     """A validated object reference: apiVersion, kind, name, namespace, plus group/version/plural/mode."""
     where = 'objects[%d]' % index
     if not isinstance(item, dict):
-        raise KueueOpsError('must be a dictionary with apiVersion, kind, name and namespace', field=where)
+        raise KueueOpsError('must be a dictionary with apiVersion, kind, name and namespace, got %s %r'
+                            % (type(item).__name__, item), field=where,
+                            fix='give each GitOps object as a mapping, for example {apiVersion: '
+                                'kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, name: apps, namespace: '
+                                'flux-system}')
     missing = [k for k in ('apiVersion', 'kind', 'name', 'namespace') if not item.get(k)]
     if missing:
         raise KueueOpsError('%s missing' % ', '.join(missing), field=where,
@@ -128,7 +132,9 @@ def parse_ref(item, index):
                             fix='give only apiVersion, kind, name and namespace')
     api_version = str(item['apiVersion'])
     if '/' not in api_version:
-        raise KueueOpsError('apiVersion %r has no group' % api_version, field=where)
+        raise KueueOpsError('apiVersion %r has no group' % api_version, field=where,
+                            fix='write apiVersion as GROUP/VERSION, for example kustomize.toolkit.fluxcd.io/v1, '
+                                'helm.toolkit.fluxcd.io/v2 or argoproj.io/v1alpha1')
     group, version = api_version.split('/', 1)
     kinds = SUPPORTED.get(group, {})
     if item['kind'] not in kinds:
@@ -173,9 +179,11 @@ def read_state_file(path):
     except OSError as exc:
         if not os.path.exists(path):
             return None
-        raise KueueOpsError('cannot read %s: %s' % (path, exc.strerror or exc), field='state_file')
+        raise KueueOpsError('cannot read %s: %s' % (path, exc.strerror or exc), field='state_file',
+                            fix='give a readable file: the gitops.json that state=paused wrote')
     except ValueError as exc:
-        raise KueueOpsError('%s is not valid JSON (%s)' % (path, exc), field='state_file')
+        raise KueueOpsError('%s is not valid JSON (%s)' % (path, exc), field='state_file',
+                            fix='give the gitops.json that state=paused wrote, unedited')
     if not isinstance(data, dict) or data.get('format') != FORMAT or not isinstance(data.get('objects'), list):
         raise KueueOpsError('%s is not a kueue_gitops state file' % path, field='state_file',
                             fix='give the gitops.json that state=paused wrote')

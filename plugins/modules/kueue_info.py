@@ -108,7 +108,7 @@ workloads:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, namespace_name_error
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     KUBE_AUTH_ARGSPEC,
     describe_kube_error,
@@ -217,6 +217,9 @@ def main():
     )
     argument_spec.update(KUBE_AUTH_ARGSPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    problem = namespace_name_error(module.params['kueue_namespace'], 'kueue_namespace')
+    if problem is not None:
+        module.fail_json(changed=False, msg=problem.message())
     api_client = get_api_client(module)
     try:
         result = gather(api_client, module.params['kueue_namespace'], module.params['release_name'])

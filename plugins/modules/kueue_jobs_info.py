@@ -63,6 +63,7 @@ finished:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import label_key_error, namespace_name_error
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     KUBE_AUTH_ARGSPEC,
     describe_kube_error,
@@ -130,6 +131,11 @@ def main():
     )
     argument_spec.update(KUBE_AUTH_ARGSPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    problems = [label_key_error(module.params['label'], 'label')]
+    problems += [namespace_name_error(ns, 'namespaces[%d]' % idx) for idx, ns in enumerate(module.params['namespaces'])]
+    problems = [p for p in problems if p is not None]
+    if problems:
+        module.fail_json(msg=problems[0].message())
     api_client = get_api_client(module)
     try:
         jobs = list_jobs(api_client, module.params['label'], module.params['namespaces'])

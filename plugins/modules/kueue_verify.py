@@ -177,6 +177,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     describe_kube_error,
     get_api_client,
 )
+from ansible_collections.kueueops.aks.plugins.module_utils.queues import parse_quantity
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import (
     DEFAULT_CRDS,
     Check,
@@ -249,6 +250,17 @@ def main():
         except ValueError as exc:
             module.fail_json(msg=KueueOpsError(str(exc), field="smoke_test",
                                                fix="write each queue as NAMESPACE/LOCALQUEUE").message())
+
+    for resource, quantity in (params["smoke_test_requests"] or {}).items():
+        try:
+            ok = parse_quantity(quantity) > 0
+            reason = "must be more than zero, got %r" % (quantity,)
+        except ValueError as exc:
+            ok, reason = False, str(exc)
+        if not ok:
+            module.fail_json(msg=KueueOpsError(reason, field="smoke_test_requests.%s" % resource,
+                                               fix="give a positive quantity such as 10m (cpu) or 16Mi "
+                                                   "(memory)").message())
 
     api_client = get_api_client(module)
     report = {}

@@ -122,3 +122,16 @@ def test_api_exception_403_escalation():
     msg = api_exception_message(_api_exc(403, 'Forbidden', body))
     assert msg.startswith('Kubernetes API error 403 Forbidden: permission denied: cannot escalate '
                           'clusterroles.rbac.authorization.k8s.io (to create or update r) (')
+
+
+def test_namespace_and_label_key_checks_name_the_field_and_the_fix():
+    from ansible_collections.kueueops.aks.plugins.module_utils.errors import label_key_error, namespace_name_error
+    assert namespace_name_error('team-a', 'namespaces[0]') is None
+    for bad in ('Team_A', 'kueue system', '-a', 'a' * 64, '', None):
+        msg = namespace_name_error(bad, 'namespaces[0]').message()
+        assert msg.startswith('namespaces[0]: ') and 'Fix: use a DNS-1123 label' in msg, msg
+    for good in ('kueue.x-k8s.io/queue-name', 'queue', 'a.b/C_d-e.f'):
+        assert label_key_error(good, 'label') is None, good
+    for bad in ('queue name!', 'a/b/c', 'Bad_Prefix/x', '/x', 'x/', '', 'a' * 64):
+        msg = label_key_error(bad, 'label').message()
+        assert msg.startswith('label: ') and 'Fix: give a label key' in msg, msg

@@ -121,6 +121,24 @@ def test_bad_references(item, match):
         g.parse_ref(item, 0)
 
 
+@pytest.mark.parametrize('item, fix', [
+    ('flux-system/apps', 'Fix: give each GitOps object as a mapping'),
+    (dict(KS, apiVersion='v1'), 'Fix: write apiVersion as GROUP/VERSION'),
+])
+def test_bad_references_name_the_object_and_the_fix(item, fix):
+    with pytest.raises(KueueOpsError) as err:
+        g.parse_ref(item, 2)
+    assert err.value.message().startswith('objects[2]: ') and fix in err.value.message()
+
+
+def test_state_file_that_is_not_json_names_the_fix(tmp_path):
+    path = tmp_path / 'gitops.json'
+    path.write_text('{not json')
+    with pytest.raises(KueueOpsError) as err:
+        g.read_state_file(str(path))
+    assert err.value.message().startswith('state_file: ') and 'Fix: give the gitops.json' in err.value.message()
+
+
 def test_resume_without_state_file(tmp_path):
     with pytest.raises(KueueOpsError, match='does not exist'):
         g.resume(Module(), FakeGitOps(cluster()), [], str(tmp_path / 'gitops.json'))
