@@ -38,15 +38,18 @@ try:
     from kubernetes import watch as k8s_watch
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError as Urllib3HTTPError
+    from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError
 except ImportError:  # pragma: no cover - the module reports missing_required_lib
     k8s = None
     k8s_watch = None
     ApiException = Exception
     Urllib3HTTPError = Exception
+    ConnectTimeoutError = MaxRetryError = NewConnectionError = Exception
 
 APPLY_PATCH = 'application/apply-patch+yaml'
 DRAIN_MANAGER = 'kueueops-drain'
 REQUEST_TIMEOUT = 60
+DELETE_WAIT = 15.0  # seconds a run waits for the objects it deleted to be gone (then it warns)
 _FIELD_RE = re.compile(r'((?:spec|metadata)(?:\.[A-Za-z0-9_]+(?:\[[^\]]*\])*)+)')
 
 
@@ -115,6 +118,13 @@ def is_unreachable(exc):
     if isinstance(exc, ApiException):
         return exc.status in (0, 502, 503, 504) or exc.status is None
     return isinstance(exc, (Urllib3HTTPError, OSError))
+
+
+def never_sent(exc):
+    """No connection could be opened (refused, connect timeout): the request cannot have been written.
+    (A connection that broke after the request was sent leaves it unknown.)"""
+    reason = exc.reason if isinstance(exc, MaxRetryError) else exc
+    return isinstance(reason, (NewConnectionError, ConnectTimeoutError, ConnectionRefusedError))
 
 
 class Unreachable(Exception):
@@ -489,13 +499,14 @@ class QueueEngine:
             if isinstance(exc, ConcurrentChange):
                 problems.append(q.Problem(q.obj_label(obj), None, str(exc)))
             elif exc is not None and is_unreachable(exc):
-                unconfirmed.append(q.obj_key(obj))
+                if not never_sent(exc):
+                    unconfirmed.append(q.obj_key(obj))
                 cause = cause or exc
             elif exc is not None:
                 problems.extend(problems_from_api_error(exc, q.obj_label(obj)))
             else:
                 stored[q.obj_key(obj)] = result
-        if unconfirmed:
+        if cause is not None:
             raise Unreachable(cause, stored, unconfirmed)
         return stored, problems
 
@@ -538,15 +549,22 @@ class QueueEngine:
         """Why a deleted object is still there (Kueue's resource-in-use finalizer)."""
         finalizers = (obj.get('metadata') or {}).get('finalizers') or []
         status = obj.get('status') or {}
-        if key[0] == 'ClusterQueue':
-            return ('held by finalizer %s: %s admitted and %s reserving workload(s) still use it; they finish, or '
-                    'set prune_drain: true to evict them (stopPolicy HoldAndDrain)'
-                    % (q.RESOURCE_IN_USE_FINALIZER, status.get('admittedWorkloads', 0),
-                       status.get('reservingWorkloads', 0)))
-        if key[0] == 'ResourceFlavor':
-            return ('held by finalizer %s: a ClusterQueue still references this flavor (or is being deleted '
-                    'while workloads use it)' % q.RESOURCE_IN_USE_FINALIZER)
-        return 'held by finalizer(s) %s' % ', '.join(finalizers) if finalizers else 'deletion in progress'
+        others = [f for f in finalizers if f != q.RESOURCE_IN_USE_FINALIZER]
+        reasons = []
+        if q.RESOURCE_IN_USE_FINALIZER in finalizers and key[0] == 'ClusterQueue':
+            reasons.append('held by finalizer %s: %s admitted and %s reserving workload(s) still use it; they '
+                           'finish, or set prune_drain: true to evict them (stopPolicy HoldAndDrain)'
+                           % (q.RESOURCE_IN_USE_FINALIZER, status.get('admittedWorkloads', 0),
+                              status.get('reservingWorkloads', 0)))
+        elif q.RESOURCE_IN_USE_FINALIZER in finalizers and key[0] == 'ResourceFlavor':
+            reasons.append('held by finalizer %s: a ClusterQueue still references this flavor (or is being deleted '
+                           'while workloads use it)' % q.RESOURCE_IN_USE_FINALIZER)
+        elif q.RESOURCE_IN_USE_FINALIZER in finalizers:
+            others = finalizers
+        if others:
+            reasons.append('held by finalizer(s) %s, which Kueue does not remove: whoever added them removes them'
+                           % ', '.join(others))
+        return '; '.join(reasons) or 'deletion in progress'
 
     def wait_gone(self, keys, seconds):
         """Poll until ``keys`` are gone or ``seconds`` pass; {key: live object} of those left."""
@@ -814,7 +832,7 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
         if not is_unreachable(exc):
             raise
         raise ApplyInterrupted(progress['stage'], exc, api_client.configuration.host, progress['applied'], total,
-                               progress.get('in_flight') or [], progress['held'])
+                               [] if never_sent(exc) else progress.get('in_flight') or [], progress['held'])
 
     result.update(counts=counts, changed_objects=changed_objects,
                   changed=bool(changed_objects or result['namespaces_created'] or result['prune_waiting']))
@@ -904,19 +922,22 @@ def _write(engine, params, objects, to_apply, actions, missing_ns, prune_keys, l
             cause = None
             for key, existed, exc in engine._map(engine.delete, keys):
                 if exc is not None and is_unreachable(exc):
-                    broken.append(key)
+                    if not never_sent(exc):
+                        broken.append(key)
                     cause = cause or exc
                 elif exc is not None:
                     raise QueueProblems(problems_from_api_error(exc, q.key_label(key)), 'prune of %s' % kind)
                 elif existed:
                     deleted.append(key)
-            if broken:
+            if cause is not None:
                 raise Unreachable(cause, dict((k, None) for k in deleted), broken)
-            left = engine.wait_gone(deleted, max(0.0, min(15.0, deadline - time.time())))
+            waited = max(0.0, min(DELETE_WAIT, deadline - time.time()))
+            left = engine.wait_gone(deleted, waited)
             for key in deleted:
                 progress['applied'].append(_ref(key, 'pruned'))
                 if key in left:
-                    result['prune_waiting'].append(dict(_ref(key), reason=engine.waiting_reason(key, left[key] or {})))
+                    result['prune_waiting'].append(dict(_ref(key), reason=engine.waiting_reason(key, left[key] or {}),
+                                                        waited=int(round(waited))))
                 else:
                     counts[kind]['pruned'] += 1
                     result['pruned'].append(_ref(key))
@@ -952,10 +973,12 @@ def _run_absent(engine, objects, problems, aks_managed, check_mode, deadline, re
             else:
                 counts[kind]['absent'] += 1
         if not check_mode and deleted:
-            left = engine.wait_gone(deleted, max(0.0, min(15.0, deadline - time.time())))
+            waited = max(0.0, min(DELETE_WAIT, deadline - time.time()))
+            left = engine.wait_gone(deleted, waited)
             for key in deleted:
                 if key in left:
-                    waiting.append(dict(_ref(key), reason=engine.waiting_reason(key, left[key] or {})))
+                    waiting.append(dict(_ref(key), reason=engine.waiting_reason(key, left[key] or {}),
+                                        waited=int(round(waited))))
         for key in deleted:
             counts[kind]['deleted'] += 1
             changed_objects.append(_ref(key, 'deleted'))

@@ -393,6 +393,9 @@ def run_smoke_tests(api_client, queues, requests, timeout):
         pending = still
         if pending:
             time.sleep(0.5)
+    for ref, *_rest in pending:
+        if ref in results:
+            results[ref].reason += " (still pending after %ss, the timeout)" % timeout
     for ref, ns, job_name, _uid, _started in submitted:
         try:
             batch.delete_namespaced_job(job_name, ns, propagation_policy="Foreground")

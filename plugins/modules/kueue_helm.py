@@ -237,6 +237,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import 
     validate_integrations,
     version_warning,
 )
+from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier
 
 try:
     import yaml
@@ -493,9 +494,30 @@ class KueueHelm:
                 status = self.release(runner)
             except KueueOpsError:
                 pass
+            if p["wait"] and _is_wait_timeout(exc):
+                exc = self.wait_timed_out(exc)
             self.fail(exc, release=status, chart_version=version, changed=status is not None and status != current)
         result["release"] = self.release(runner)
         return dict(result, changed=True)
+
+    def wait_timed_out(self, exc):
+        """helm --wait says only "context deadline exceeded": name what was not ready, and the timeout."""
+        pending = []
+        try:
+            names = [d.metadata.name for d in
+                     k8s.AppsV1Api(self.api).list_namespaced_deployment(self.p["release_namespace"]).items]
+            verifier = Verifier(self.api, namespace=self.p["release_namespace"], webhook_probe=False)
+            verifier.deployments_expected = lambda: names
+            pending = ["%s: %s" % (c.name, c.reason) for c in verifier.check_deployments() if not c.ok]
+        except Exception:  # pylint: disable=broad-except
+            pass  # what helm said is still reported
+        text = "helm --wait gave up after %ss (timeout) with the release not ready: %s; helm said: %s" % (
+            self.p["timeout"], "; ".join(pending) or "no Deployment of namespace %s is unready now (a Job, a hook or "
+                                                     "a Service may be what helm waited for)"
+            % self.p["release_namespace"], exc.problem.splitlines()[-1] if exc.problem else "")
+        return KueueOpsError(text, field="timeout",
+                             fix="raise timeout, or look at why: kubectl -n %s get deploy,pods; kueueops.aks.kueue_verify"
+                             % self.p["release_namespace"])
 
     def absent(self, runner, result):
         p = self.p
@@ -537,6 +559,7 @@ class KueueHelm:
             crds = [c for c in ext.list_custom_resource_definition().items if c.spec.group == GROUP]
             if not crds:
                 return len(cleared)
+            kept = []  # objects held by finalizers that are not Kueue's (nobody here removes them)
             for crd in crds:
                 version = [v.name for v in crd.spec.versions if v.storage][0]
                 plural = crd.spec.names.plural
@@ -547,6 +570,10 @@ class KueueHelm:
                 for item in items:
                     meta = item["metadata"]
                     keep = [f for f in meta.get("finalizers") or [] if not f.startswith(GROUP + "/")]
+                    if keep:
+                        kept.append("%s %s%s (finalizers %s)" % (plural, meta.get("namespace", "") and
+                                                                 meta["namespace"] + "/", meta["name"],
+                                                                 ", ".join(keep)))
                     if keep == (meta.get("finalizers") or []):
                         continue
                     body = {"metadata": {"finalizers": keep or None, "resourceVersion": meta["resourceVersion"]}}
@@ -562,9 +589,11 @@ class KueueHelm:
                             raise
             if time.time() >= deadline:
                 if timeout:
-                    raise KueueOpsError("Kueue CRDs still terminating after %ss: %s" % (
-                        timeout, ", ".join(c.metadata.name for c in crds)), field="timeout",
-                        fix="raise timeout, or look at the finalizers of the remaining objects")
+                    raise KueueOpsError("Kueue CRDs still terminating after %ss: %s%s" % (
+                        timeout, ", ".join(c.metadata.name for c in crds),
+                        "; objects held by finalizers that are not Kueue's: %s" % "; ".join(kept[:10]) if kept
+                        else ""), field="timeout",
+                        fix="raise timeout, or remove those finalizers (whoever added them should)")
                 return len(cleared)
             time.sleep(0.5)
 
@@ -605,6 +634,11 @@ class KueueHelm:
         conditions = [c.message for c in ns_obj.status.conditions or [] if c.status == "True"]
         raise KueueOpsError("namespace %s still terminating after %ss: %s" % (ns, self.p["timeout"], "; ".join(
             conditions) or ns_obj.status.phase), field="timeout", fix="raise timeout, or look at what holds it")
+
+
+def _is_wait_timeout(exc):
+    text = str(getattr(exc, "problem", exc)).lower()
+    return "context deadline exceeded" in text or "timed out waiting for the condition" in text
 
 
 def main():

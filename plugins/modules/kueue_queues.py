@@ -223,7 +223,8 @@ pruned:
   type: list
   elements: dict
 prune_waiting:
-  description: Pruned objects still present, held by Kueue's resource-in-use finalizer, with the reason.
+  description: Pruned objects still present after the run waited for them (at most 15 seconds, the
+    C(waited) key), held by a finalizer (Kueue's resource-in-use or another), with the reason.
   returned: O(state=present)
   type: list
   elements: dict
@@ -335,10 +336,10 @@ def main():
         # Outside the except block: a user-facing message, no traceback attached.
         module.fail_json(**failure)
 
-    for item in result.get('prune_waiting') or []:
-        module.warn('%s %s is still being deleted: %s' % (item['kind'], item['name'], item['reason']))
-    for item in result.get('delete_waiting') or []:
-        module.warn('%s %s is still being deleted: %s' % (item['kind'], item['name'], item['reason']))
+    for item in (result.get('prune_waiting') or []) + (result.get('delete_waiting') or []):
+        module.warn('%s %s%s is still being deleted after %ss (the run waits at most 15s for deletions, then '
+                    'reports them here): %s' % (item['kind'], item.get('namespace', '') and item['namespace'] + '/',
+                                                item['name'], item.get('waited', 0), item['reason']))
     if result.get('not_active'):
         reasons = '; '.join('%s %s%s: %s' % (i['kind'], i.get('namespace', '') and i['namespace'] + '/', i['name'],
                                              i['reason']) for i in result['not_active'])

@@ -292,8 +292,9 @@ def main():
         reasons = "; ".join("%s: %s" % (c.name, c.reason) for c in checks if not c.ok)
         hint = (" Look at: kubectl -n %s get deploy,pods; kubectl -n %s logs deploy/kueue-controller-manager; "
                 "kubectl get crd | grep kueue" % (params["namespace"], params["namespace"]))
-        module.fail_json(msg="Kueue verification failed (%d of %d checks): %s.%s" % (
-            len(failed), len(checks), reasons, hint), **result)
+        waited = " after waiting %ss (timeout)" % params["timeout"] if params["wait"] else ""
+        module.fail_json(msg="Kueue verification failed%s (%d of %d checks): %s.%s" % (
+            waited, len(failed), len(checks), reasons, hint), **result)
     module.exit_json(**result)
 
 

@@ -294,16 +294,24 @@ def _unreachable():
     return MaxRetryError(None, '/apis/kueue.x-k8s.io', NewConnectionError(None, 'Connection refused'))
 
 
-def _down_after(server, monkeypatch, writes_allowed):
-    """The API server answers ``writes_allowed`` writes (dry-runs always), then refuses connections."""
+def _broken():
+    from urllib3.exceptions import ProtocolError
+    return ProtocolError('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))
+
+
+def _down_after(server, monkeypatch, writes_allowed, in_flight=0):
+    """The API server answers ``writes_allowed`` writes (dry-runs always), breaks the connection of the
+    next ``in_flight`` ones, then refuses connections."""
     original = server.apply
     seen = []
 
     def apply(engine, obj, dry_run=False, **kwargs):
         if not dry_run:
             seen.append(q.obj_key(obj))
-            if len(seen) > writes_allowed:
+            if len(seen) > writes_allowed + in_flight:
                 raise _unreachable()
+            if len(seen) > writes_allowed:
+                raise _broken()
         return original(engine, obj, dry_run=dry_run, **kwargs)
     monkeypatch.setattr(engine_mod.QueueEngine, 'server_apply', lambda engine, *a, **kw: apply(engine, *a, **kw))
 
@@ -336,8 +344,19 @@ def test_api_server_gone_mid_apply_says_what_was_written(server, monkeypatch):
     assert 'Connection refused' in msg and '12 of the 32 write(s)' in msg
     assert 'LocalQueue x10 (team-a/q000, team-a/q001, team-a/q002, team-a/q003, team-a/q004, and 5 more)' in msg
     assert 'nothing else was written' in msg and 'Fix: re-run the same configuration' in msg
-    # (workers=1: the 13th write failed, the 17 after it failed the same way; none is confirmed)
-    assert len(exc.unconfirmed) == 20
+    # (connections refused: the 20 writes after the 12th cannot have been made)
+    assert exc.unconfirmed == [] and 'in flight' not in msg
+
+
+def test_writes_whose_connection_broke_are_unconfirmed(server, monkeypatch):
+    _down_after(server, monkeypatch, 12, in_flight=2)
+    base = dict(resources=many(30), state='present', prune=False, force=False, hold_admission=False,
+                create_namespaces=False, wait=True, timeout=60, workers=1)
+    with pytest.raises(engine_mod.ApplyInterrupted) as err:
+        engine_mod.run(ReachableClient(), base)
+    assert [r['name'] for r in err.value.unconfirmed] == ['q010', 'q011']
+    assert '2 more were in flight and may or may not have been written: LocalQueue x2 (team-a/q010, team-a/q011)' \
+        in err.value.message()
 
 
 def test_api_server_gone_while_clusterqueues_are_held_says_so(server, monkeypatch):
