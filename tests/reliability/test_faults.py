@@ -475,11 +475,10 @@ def test_helm_uninstall_waits(cluster, start):
         msg = assert_fails_cleanly(namespace)
         assert "namespace kueue-system still terminating after 15s" in msg and "kueueops.test/keep" in msg, msg
         unkeep_cm()
-        done = timed("kueue_helm absent re-run", module_play("kueue_helm", dict(absent, timeout=180),
-                                                               name="Uninstall"))
+        patient = module_play("kueue_helm", dict(absent, timeout=180), name="Uninstall")
+        done = timed("kueue_helm absent re-run", patient)
         assert done.rc == 0, done.stdout[-3000:]
-        again = timed("kueue_helm absent further run", module_play("kueue_helm", dict(absent, timeout=180),
-                                                                     name="Uninstall"))
+        again = timed("kueue_helm absent further run", patient)
         assert again.rc == 0 and again.changed == 0, again
     finally:
         unkeep_cq()
