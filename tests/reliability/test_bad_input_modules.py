@@ -1,0 +1,424 @@
+"""Bad-input corpus, module half (issue 8, item 1): every case is one task calling a kueueops.aks module by
+its FQCN with one wrong input, on the real local control plane where Kueue is installed (Helm) and a small
+queue configuration (a ResourceFlavor, a ClusterQueue, a LocalQueue in a namespace) is applied, and, for
+kueue_extension, against the ARM emulator.
+
+Each case must fail safely (tests/reliability/badinput.py): the run fails, no traceback, the message names
+the field or object and the fix, and `rbac.snapshot` (resourceVersions of every Kueue object, namespaces,
+the Helm release records hence the release revision, the CRDs, the Jobs, the chart's objects) is the same
+before and after. kueue_extension cases also send no write (PUT/PATCH/DELETE) to ARM.
+
+Cases of wrong types, unknown choices, unknown options and missing/exclusive options are refused by Ansible's
+own argument validation before the module runs; they are here so that a change of argument spec that lets such
+input through is noticed, and their messages (Ansible's) name the option and what it accepts.
+
+A pinned `version` together with a `release_train` is valid ARM input (the pin wins), so it is no conflict case;
+the conflicting option pair kueue_extension checks is auto_upgrade_mode=none without a version.
+
+The role entry points, playbooks and environment cases (kubeconfig, API server, helm binary) are in
+test_bad_input_roles.py.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tests.integration.ansible import run_playbook
+from tests.integration.kubeutil import delete_namespaces, wait_for
+
+from . import rbac
+from .badinput import Case, assert_fails_safely
+
+GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
+API = GROUP + "/" + VERSION
+TEAM_NS = "corpus-team"        # the LocalQueue's namespace
+AKS_NS = "corpus-aks"          # where a kueue-extension Deployment makes kueue_queues see a managed cluster
+FLAVOR, CQ, LQ = "corpus-flavor", "corpus-cq", "corpus-lq"
+# The preflight of kueue_extension reads Deployments with the credentials it fetches from ARM.
+NO_KUBE_OPTIONS = {"K8S_AUTH_KUBECONFIG": ""}
+
+
+# ----------------------------------------------------------------------------------------- objects
+def rf(name=FLAVOR, **spec):
+    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+
+
+def cq(name=CQ, flavor=FLAVOR, cpu="4", memory="8Gi", covered=("cpu", "memory"), resources=None):
+    res = resources if resources is not None else [{"name": "cpu", "nominalQuota": cpu},
+                                                   {"name": "memory", "nominalQuota": memory}]
+    return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"namespaceSelector": {},
+                     "resourceGroups": [{"coveredResources": list(covered),
+                                         "flavors": [{"name": flavor, "resources": res}]}]}}
+
+
+def lq(name=LQ, namespace=TEAM_NS, cluster_queue=CQ):
+    spec = {"clusterQueue": cluster_queue} if cluster_queue is not None else {}
+    return {"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": name, "namespace": namespace},
+            "spec": spec}
+
+
+BASELINE = [rf(), cq(), lq()]
+
+
+def helm_args(**kw):
+    args = {"chart_ref": "{chart_ref}", "chart_version": "0.19.2", "plain_http": True, "wait": False}
+    args.update(kw)
+    return args
+
+
+def ext_args(**kw):
+    args = {"resource_group": os.environ.get("AKS_RESOURCE_GROUP", "kueueops-rg"),
+            "cluster_name": os.environ.get("AKS_CLUSTER_NAME", "kueueops-aks"), "timeout": 60}
+    args.update(kw)
+    return args
+
+
+# A folder of bad files, written once per module run (see the `files` fixture).
+FILES = {
+    "not-yaml.yml": "controllerManager: [unclosed\n",
+    "list.yml": "- a\n- b\n",
+    "gitops-not-json.json": "{not json",
+    "existing-backup/.keep": "",
+    "a-file": "not a folder\n",
+}
+
+
+def q(resources=None, **kw):
+    args = {"resources": resources or [], "timeout": 60}
+    args.update(kw)
+    return args
+
+
+# ------------------------------------------------------------------------------------------- cases
+CASES = [
+    # ---- kueue_helm: options, types, feature gates, integrations, versions, values
+    Case("helm-unknown-feature-gate", "kueue_helm", ["feature_gates", "NoSuchGate"],
+         ["Valid feature gates", "use names that Kueue 0.19.2 knows"],
+         {"args": helm_args(feature_gates={"NoSuchGate": True})}),
+    Case("helm-feature-gate-not-bool", "kueue_helm", ["feature_gates", "TopologyAwareScheduling", "sometimes"],
+         ["map each feature gate name to true or false"],
+         {"args": helm_args(feature_gates={"TopologyAwareScheduling": "sometimes"})}),
+    Case("helm-unknown-integration", "kueue_helm", ["integrations", "example.com/nosuch"],
+         ["Valid frameworks", "use names that Kueue 0.19.2 knows"],
+         {"args": helm_args(integrations=["batch/job", "example.com/nosuch"])}),
+    Case("helm-duplicate-integration", "kueue_helm", ["integrations", "batch/job", "listed twice"],
+         ["list each integration once"],
+         {"args": helm_args(integrations=["batch/job", "batch/job"])}),
+    Case("helm-chart-version-not-semver", "kueue_helm", ["chart_version", "0.19"], ["exact version", "latest"],
+         {"args": helm_args(chart_version="0.19")}),
+    Case("helm-chart-version-words", "kueue_helm", ["chart_version", "newest"], ["exact version", "latest"],
+         {"args": helm_args(chart_version="newest")}),
+    Case("helm-chart-version-absent", "kueue_helm", ["chart_version", "0.1.0"], ["published version", "0.19.2"],
+         {"args": helm_args(chart_version="0.1.0")}),
+    Case("helm-managerconfig-misnested", "kueue_helm", ["values", "controllerManager.managerConfig"],
+         ["top-level", "managerConfig.controllerManagerConfigYaml"],
+         {"args": helm_args(values={"controllerManager": {"managerConfig": {
+             "controllerManagerConfigYaml": "integrations:\n  frameworks: [batch/job]\n"}}})}),
+    Case("helm-featuregates-misnested", "kueue_helm", ["values", "managerConfig.featureGates"],
+         ["controllerManager.featureGates"],
+         {"args": helm_args(values={"managerConfig": {"featureGates": {"TopologyAwareScheduling": True}}})}),
+    Case("helm-config-yaml-is-mapping", "kueue_helm", ["values", "controllerManagerConfigYaml"], ["string"],
+         {"args": helm_args(values={"managerConfig": {"controllerManagerConfigYaml": {
+             "integrations": {"frameworks": ["batch/job"]}}}})}),
+    Case("helm-password-without-username", "kueue_helm", ["registry_username", "registry_password"],
+         ["give both"], {"args": helm_args(registry_password="s3cret-corpus")}),
+    Case("helm-timeout-zero", "kueue_helm", ["timeout"], ["timeout: 300"], {"args": helm_args(timeout=0)}),
+    Case("helm-timeout-wrong-type", "kueue_helm", ["timeout", "soon"], ["int"], {"args": helm_args(timeout="soon")}),
+    Case("helm-state-invalid", "kueue_helm", ["state", "installed"], ["present, absent"],
+         {"args": helm_args(state="installed")}),
+    Case("helm-feature-gates-not-a-dict", "kueue_helm", ["feature_gates"], ["dict"],
+         {"args": helm_args(feature_gates=["TopologyAwareScheduling"])}),
+    Case("helm-chart-ref-missing-path", "kueue_helm", ["chart_ref", "/nonexistent/kueue-chart"], ["oci://"],
+         {"args": helm_args(chart_ref="/nonexistent/kueue-chart", chart_version="latest")}),
+    Case("helm-values-file-missing", "kueue_helm", ["values_files", "/nonexistent/values.yml"], ["give a path"],
+         {"args": helm_args(values_files=["/nonexistent/values.yml"])}),
+    Case("helm-values-file-not-yaml", "kueue_helm", ["values_files", "not-yaml.yml"], ["correct the file"],
+         {"args": helm_args(values_files=["{files}/not-yaml.yml"])}),
+    Case("helm-values-file-not-a-mapping", "kueue_helm", ["values_files", "list.yml", "mapping"], ["YAML mapping"],
+         {"args": helm_args(values_files=["{files}/list.yml"])}),
+
+    # ---- kueue_queues: every class of invalid Kueue object, checked before any write
+    Case("queues-bad-quantity", "kueue_queues", ["ClusterQueue corpus-bad", "nominalQuota", "ten"],
+         ["a number with an optional suffix"],
+         {"args": q([cq("corpus-bad", cpu="ten")])}),
+    Case("queues-negative-quota", "kueue_queues", ["ClusterQueue corpus-bad", "nominalQuota", "-4"],
+         ["give 0 or more"],
+         {"args": q([cq("corpus-bad", cpu="-4")])}),
+    Case("queues-flavor-resource-mismatch", "kueue_queues", ["ClusterQueue corpus-bad", "spec.resourceGroups[0]"],
+         ["flavors must have the same number of resources as the coveredResources"],
+         {"args": q([cq("corpus-bad", covered=("cpu",))])}),
+    Case("queues-invalid-dns-name", "kueue_queues", ["ResourceFlavor Bad_Flavor", "metadata.name"],
+         ["must consist of lower case alphanumeric characters"],
+         {"args": q([rf("Bad_Flavor")])}),
+    Case("queues-unknown-kind", "kueue_queues", ["ClusterQueu", "kind"], ["supported: Secret"],
+         {"args": q([dict(cq("corpus-bad"), kind="ClusterQueu")])}),
+    Case("queues-wrong-apiversion", "kueue_queues", ["apiVersion", "apps/v1"], ["write kueue.x-k8s.io/v1beta2"],
+         {"args": q([dict(rf("corpus-bad"), apiVersion="apps/v1")])}),
+    Case("queues-unknown-kueue-version", "kueue_queues", ["apiVersion", "kueue.x-k8s.io/v9"],
+         ["write kueue.x-k8s.io/v1beta2"],
+         {"args": q([dict(rf("corpus-bad"), apiVersion="kueue.x-k8s.io/v9")])}),
+    Case("queues-missing-required-field", "kueue_queues", ["LocalQueue corpus-team/corpus-bad", "spec.clusterQueue"],
+         ["name the ClusterQueue to submit to"],
+         {"args": q([lq("corpus-bad", cluster_queue=None)])}),
+    Case("queues-missing-name", "kueue_queues", ["ResourceFlavor", "resources[0]", "metadata.name"],
+         ["give every object a metadata.name"],
+         {"args": q([{"apiVersion": API, "kind": "ResourceFlavor", "metadata": {}, "spec": {}}])}),
+    Case("queues-duplicate-object", "kueue_queues", ["ResourceFlavor corpus-dup", "declared twice"],
+         ["keep one of them"],
+         {"args": q([rf("corpus-dup"), rf("corpus-dup", nodeLabels={"pool": "a"})])}),
+    Case("queues-localqueue-missing-clusterqueue", "kueue_queues",
+         ["LocalQueue corpus-team/corpus-lq2", "spec.clusterQueue", "corpus-nocq"],
+         ["declare it in resources/src or correct the name"],
+         {"args": q([lq("corpus-lq2", cluster_queue="corpus-nocq")])}),
+    Case("queues-clusterqueue-missing-flavor", "kueue_queues", ["ClusterQueue corpus-bad", "corpus-noflavor"],
+         ["declare it in resources/src or correct the name"],
+         {"args": q([cq("corpus-bad", flavor="corpus-noflavor")])}),
+    Case("queues-multikueueconfig-missing-cluster", "kueue_queues",
+         ["MultiKueueConfig corpus-mk", "spec.clusters[0]", "corpus-nowhere"],
+         ["declare it in resources/src or correct the name"],
+         {"args": q([{"apiVersion": API, "kind": "MultiKueueConfig", "metadata": {"name": "corpus-mk"},
+                      "spec": {"clusters": ["corpus-nowhere"]}}])}),
+    Case("queues-localqueue-namespace-missing", "kueue_queues", ["LocalQueue", "corpus-nons"], ["create_namespaces"],
+         {"args": q([lq("corpus-lq3", namespace="corpus-nons")])}),
+    Case("queues-valid-update-with-invalid-object", "kueue_queues", ["LocalQueue", "corpus-nocq"],
+         ["declare it in resources/src or correct the name"],
+         # the valid change to corpus-cq must not be written either
+         {"args": q([rf(), cq(cpu="6"), lq("corpus-lq2", cluster_queue="corpus-nocq")])}),
+    Case("queues-aks-name-declared-managed", "kueue_queues", ["aks-", "aks-gpu"], ["choose another name"],
+         {"args": q([rf("aks-gpu")], aks_extension=True)}),
+    Case("queues-aks-name-detected-managed", "kueue_queues", ["aks-", "aks-gpu"], ["choose another name"],
+         {"args": q([rf("aks-gpu")], kueue_namespace=AKS_NS), "fake_extension": True}),
+    Case("queues-nothing-to-do", "kueue_queues", ["resources"], ["give resources"], {"args": q([])}),
+    Case("queues-workers-out-of-range", "kueue_queues", ["workers", "got 0"], ["the default 8"],
+         {"args": q([rf()], workers=0)}),
+    Case("queues-src-missing", "kueue_queues", ["src", "/nonexistent/queues.yml"],
+         ["give a readable YAML file"],
+         {"args": q([], src="/nonexistent/queues.yml")}),
+    Case("queues-src-not-yaml", "kueue_queues", ["src", "not-yaml.yml", "not valid YAML"],
+         ["give a readable YAML file"],
+         {"args": q([], src="{files}/not-yaml.yml")}),
+    Case("queues-state-invalid", "kueue_queues", ["state", "applied"], ["present, absent"],
+         {"args": q([rf()], state="applied")}),
+
+    # ---- kueue_backup: bad dest/path/verify_path and options
+    Case("backup-dest-and-path", "kueue_backup", ["dest", "path"], ["mutually exclusive"],
+         {"args": {"dest": "{tmp}/b1", "path": "{tmp}/b2"}}),
+    Case("backup-nothing-given", "kueue_backup", ["dest", "path", "verify_path"], ["one of"], {"args": {}}),
+    Case("backup-path-exists", "kueue_backup", ["path", "existing-backup", "already exists"], ["choose a new path"],
+         {"args": {"path": "{files}/existing-backup"}}),
+    Case("backup-dest-is-a-file", "kueue_backup", ["dest", "a-file", "not a folder"], ["choose another dest"],
+         {"args": {"dest": "{files}/a-file"}}),
+    Case("backup-verify-path-missing", "kueue_backup", ["verify_path", "/nonexistent/backup"],
+         ["give the path of a backup folder"],
+         {"args": {"verify_path": "/nonexistent/backup"}}),
+    Case("backup-bad-resource-id", "kueue_backup", ["cluster_resource_id"], ["/subscriptions/"],
+         {"args": {"dest": "{tmp}/b3", "cluster_resource_id": "/subscriptions/x/clusters/y"}}),
+
+    # ---- kueue_gitops: bad state file and object references
+    Case("gitops-paused-no-objects", "kueue_gitops", ["objects"], ["list the Flux"],
+         {"args": {"state": "paused", "state_file": "{tmp}/gitops.json"}}),
+    Case("gitops-object-missing-keys", "kueue_gitops", ["objects[0]", "namespace"], ["give apiVersion"],
+         {"args": {"state": "paused", "state_file": "{tmp}/gitops.json",
+                   "objects": [{"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                                "name": "apps"}]}}),
+    Case("gitops-object-unknown-kind", "kueue_gitops", ["objects[0]", "Deployment"], ["Flux Kustomization"],
+         {"args": {"state": "paused", "state_file": "{tmp}/gitops.json",
+                   "objects": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "x", "namespace": "y"}]}}),
+    Case("gitops-apiversion-without-group", "kueue_gitops", ["objects[0]", "apiVersion 'v1'"], ["GROUP/VERSION"],
+         {"args": {"state": "paused", "state_file": "{tmp}/gitops.json",
+                   "objects": [{"apiVersion": "v1", "kind": "Kustomization", "name": "x", "namespace": "y"}]}}),
+    # Ansible's own argument validation refuses it before the module runs (elements: dict).
+    Case("gitops-object-not-a-dict", "kueue_gitops", ["objects"], ["dictionary requested"],
+         {"args": {"state": "paused", "state_file": "{tmp}/gitops.json", "objects": ["flux-system/apps"]}}),
+    Case("gitops-object-not-found", "kueue_gitops", ["objects", "apps"], ["check the name"],
+         {"args": {"state": "paused", "state_file": "{tmp}/gitops.json",
+                   "objects": [{"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                                "name": "apps", "namespace": "flux-system"}]}}),
+    Case("gitops-resume-missing-state-file", "kueue_gitops", ["state_file", "/nonexistent/gitops.json"],
+         ["state=paused wrote"], {"args": {"state": "resumed", "state_file": "/nonexistent/gitops.json"}}),
+    Case("gitops-state-file-not-json", "kueue_gitops", ["state_file", "gitops-not-json.json", "not valid JSON"],
+         ["give the gitops.json that state=paused wrote"],
+         {"args": {"state": "resumed", "state_file": "{files}/gitops-not-json.json"}}),
+    Case("gitops-state-invalid", "kueue_gitops", ["state", "suspended"], ["paused, resumed"],
+         {"args": {"state": "suspended", "state_file": "{tmp}/gitops.json"}}),
+
+    # ---- kueue_jobs_info / kueue_info
+    Case("jobs-info-bad-label", "kueue_jobs_info", ["label", "queue name!"], ["give a label key"],
+         {"args": {"label": "queue name!"}}),
+    Case("jobs-info-bad-namespace", "kueue_jobs_info", ["namespaces[0]", "Team_A"], ["DNS-1123 label"],
+         {"args": {"namespaces": ["Team_A"]}}),
+    Case("jobs-info-unknown-option", "kueue_jobs_info", ["namespace"], ["Supported parameters"],
+         {"args": {"namespace": TEAM_NS}}),
+    Case("info-bad-namespace", "kueue_info", ["kueue_namespace", "Kueue System"], ["DNS-1123 label"],
+         {"args": {"kueue_namespace": "Kueue System"}}),
+    Case("info-unknown-option", "kueue_info", ["namespace"], ["Supported parameters"],
+         {"args": {"namespace": "kueue-system"}}),
+
+    # ---- kueue_verify
+    Case("verify-smoke-ref-without-namespace", "kueue_verify", ["smoke_test"], ["NAMESPACE/LOCALQUEUE"],
+         {"args": {"smoke_test": [LQ], "timeout": 60}}),
+    Case("verify-smoke-missing-localqueue", "kueue_verify", ["smoke_test", "corpus-team/corpus-nolq"],
+         ["create it first with kueueops.aks.kueue_queues"],
+         {"args": {"smoke_test": [TEAM_NS + "/corpus-nolq"], "timeout": 30}}),
+    Case("verify-smoke-bad-requests", "kueue_verify", ["smoke_test_requests.cpu", "lots"], ["positive quantity"],
+         {"args": {"smoke_test": [TEAM_NS + "/" + LQ], "smoke_test_requests": {"cpu": "lots"}, "timeout": 30}}),
+    Case("verify-gate-not-bool", "kueue_verify", ["feature_gates", "TopologyAwareScheduling"], ["true or false"],
+         {"args": {"feature_gates": {"TopologyAwareScheduling": "maybe"}}}),
+    Case("verify-negative-timeout", "kueue_verify", ["timeout"], ["non-negative"], {"args": {"timeout": -5}}),
+    Case("verify-install-method-invalid", "kueue_verify", ["install_method", "operator"], ["auto, helm, extension"],
+         {"args": {"install_method": "operator"}}),
+
+    # ---- kueue_extension against the ARM emulator: no write may reach ARM
+    Case("extension-release-train-unknown", "kueue_extension", ["release_train", "nightly"], ["stable", "preview"],
+         {"args": ext_args(release_train="nightly", preflight=False)}),
+    Case("extension-release-train-empty", "kueue_extension", ["release_train"], ["preview"],
+         {"args": ext_args(release_train=" ", preflight=False)}),
+    Case("extension-version-malformed", "kueue_extension", ["version", "latest"], ["exact version"],
+         {"args": ext_args(version="latest", preflight=False)}),
+    Case("extension-release-namespace-invalid", "kueue_extension", ["release_namespace", "Kueue System"],
+         ["DNS label"], {"args": ext_args(release_namespace="Kueue System", preflight=False)}),
+    Case("extension-timeout-zero", "kueue_extension", ["timeout"], ["for example 900"],
+         {"args": ext_args(timeout=0, preflight=False)}),
+    Case("extension-upgrade-none-without-version", "kueue_extension", ["auto_upgrade_mode", "version"],
+         ["pinned version"], {"args": ext_args(auto_upgrade_mode="none", preflight=False)}),
+    Case("extension-setting-both-protected", "kueue_extension", ["configuration_protected_settings", "a.key"],
+         ["one of the two"], {"args": ext_args(configuration_settings={"a.key": "1"},
+                                               configuration_protected_settings={"a.key": "2"}, preflight=False)}),
+    Case("extension-setting-not-scalar", "kueue_extension", ["configuration_settings", "tolerations"],
+         ["dotted key"], {"args": ext_args(configuration_settings={"tolerations": [{"key": "a"}]},
+                                           preflight=False)}),
+    Case("extension-invalid-name", "kueue_extension", ["name", "Kueue_Ext"], ["lowercase"],
+         {"args": ext_args(name="Kueue_Ext", preflight=False)}),
+    Case("extension-wrong-subscription", "kueue_extension", ["subscription_id"], ["check subscription_id"],
+         {"args": ext_args(subscription_id="00000000-0000-4000-8000-0000000000ff", preflight=False)}),
+    Case("extension-wrong-resource-group", "kueue_extension", ["resource_group", "no-such-rg"],
+         ["resource group must exist"], {"args": ext_args(resource_group="no-such-rg", preflight=False)}),
+    Case("extension-wrong-cluster-name", "kueue_extension", ["cluster_name", "no-such-aks"],
+         ["cluster must exist"], {"args": ext_args(cluster_name="no-such-aks", preflight=False)}),
+    Case("extension-missing-cluster-name", "kueue_extension", ["cluster_name"], ["missing required"],
+         {"args": {"resource_group": "kueueops-rg"}}),
+]
+
+
+# ------------------------------------------------------------------------------------------ fixtures
+def _custom(kube):
+    from kubernetes import client
+    return client.CustomObjectsApi(kube)
+
+
+def _active(kube, plural, name, namespace=None):
+    custom = _custom(kube)
+    if namespace:
+        obj = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+    else:
+        obj = custom.get_cluster_custom_object(GROUP, VERSION, plural, name)
+    return any(c["type"] == "Active" and c["status"] == "True"
+               for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+@pytest.fixture(scope="module")
+def corpus(kueue, tmp_path_factory):
+    """Kueue installed, a ResourceFlavor, a ClusterQueue (Active) and a LocalQueue (Active) in TEAM_NS, the
+    AKS_NS namespace, and a folder of bad files; all removed afterwards."""
+    from kubernetes import client
+
+    kube = kueue
+    core, custom = client.CoreV1Api(kube), _custom(kube)
+    for ns in (TEAM_NS, AKS_NS):
+        try:
+            core.create_namespace({"metadata": {"name": ns}})
+        except client.exceptions.ApiException as exc:
+            if exc.status != 409:
+                raise
+    for create, args in ((custom.create_cluster_custom_object, ("resourceflavors", rf())),
+                         (custom.create_cluster_custom_object, ("clusterqueues", cq())),
+                         (custom.create_namespaced_custom_object, (TEAM_NS, "localqueues", lq()))):
+        try:
+            create(GROUP, VERSION, *args)
+        except client.exceptions.ApiException as exc:  # left by an interrupted run
+            if exc.status != 409:
+                raise
+    wait_for("the corpus queues to be Active", lambda: _active(kube, "clusterqueues", CQ) and _active(
+        kube, "localqueues", LQ, TEAM_NS), timeout=120)
+    # Kueue's status updates settle: the snapshot is stable before the first case.
+    wait_for("a stable snapshot", lambda: rbac.snapshot(kube) == (time.sleep(2) or rbac.snapshot(kube)), timeout=60)
+    folder = tmp_path_factory.mktemp("corpus-files")
+    for name, text in FILES.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    yield {"kube": kube, "files": str(folder)}
+    custom.delete_namespaced_custom_object(GROUP, VERSION, TEAM_NS, "localqueues", LQ)
+    custom.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", CQ)
+    custom.delete_cluster_custom_object(GROUP, VERSION, "resourceflavors", FLAVOR)
+    delete_namespaces(kube, [TEAM_NS, AKS_NS])
+
+
+def _fake_extension(kube, create: bool) -> None:
+    """The condition kueue_queues checks for the AKS managed extension: a kueue-extension Deployment in its
+    kueue_namespace (replicas 0: nothing runs)."""
+    from kubernetes import client
+    apps = client.AppsV1Api(kube)
+    if not create:
+        apps.delete_namespaced_deployment("kueue-extension", AKS_NS)
+        return
+    labels = {"app": "kueue-extension"}
+    apps.create_namespaced_deployment(AKS_NS, {
+        "metadata": {"name": "kueue-extension"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"containers": [{"name": "x", "image": "registry.k8s.io/pause:3.10"}]}}}})
+
+
+def _fill(value, subst):
+    if isinstance(value, str):
+        return value.format(**subst)
+    if isinstance(value, list):
+        return [_fill(v, subst) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, subst) for k, v in value.items()}
+    return value
+
+
+def _arm_writes(ctl):
+    return [r for r in ctl.requests() if r["method"] in ("PUT", "PATCH", "DELETE", "POST")
+            and "/extensions" in r["path"]]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_fails_safely(case, corpus, request, tmp_path):
+    kube = corpus["kube"]
+    args = _fill(case.data["args"], {"files": corpus["files"], "tmp": str(tmp_path),
+                                     "chart_ref": os.environ["KUEUE_CHART_REF"]})
+    env = {}
+    ctl = None
+    if case.entry == "kueue_extension":
+        request.getfixturevalue("arm")
+        ctl = request.getfixturevalue("arm_control")
+        env = dict(NO_KUBE_OPTIONS)
+    if case.data.get("fake_extension"):
+        _fake_extension(kube, True)
+        request.addfinalizer(lambda: _fake_extension(kube, False))
+    before = rbac.snapshot(kube)
+    play = [{"name": case.id, "hosts": "local", "gather_facts": False,
+             "tasks": [{"name": "case", "kueueops.aks." + case.entry: args}]}]
+    result = run_playbook(play, env=env)
+    message = assert_fails_safely(case, result, kube, before)
+    assert "s3cret-corpus" not in result.stdout + result.stderr, "a secret reached the output"
+    if ctl is not None:
+        written = _arm_writes(ctl)
+        if written:  # leave no extension behind for the next case, then report
+            run_playbook([{"name": "cleanup", "hosts": "local", "gather_facts": False, "tasks": [
+                {"kueueops.aks.kueue_extension": ext_args(state="absent", force_delete=True, timeout=300)}]}],
+                env=env)
+        assert written == [], "%s: a write reached ARM: %s" % (case.id, written)
+    assert len(message) < 4000, "the message is not one readable paragraph (%d characters)" % len(message)
+
+
+def test_the_corpus_covers_every_module():
+    modules = sorted(f[:-3] for f in os.listdir(os.path.join(rbac.REPO, "plugins", "modules")) if f.endswith(".py"))
+    assert sorted(set(c.entry for c in CASES)) == modules
+    assert len(CASES) >= 24 and len(set(c.id for c in CASES)) == len(CASES)
