@@ -1,0 +1,382 @@
+"""Bad-input corpus, role and playbook half (issue 8, item 1): every case is one real ansible-playbook run
+through an entry point of the kueue role (install/main, configure_queues, uninstall_with_backup) or a
+playbook (site, configure_queues, uninstall, restore, migrate, status), on the real local control plane
+with Kueue installed with Helm and the repository's queue configuration (playbooks/vars/queues.yml)
+applied, so that "unchanged" is meaningful: the resourceVersion of every queue object, namespace, CRD,
+chart object and Helm release record (hence the release revision) is compared before and after.
+
+Each case must fail safely (tests/reliability/badinput.py): the run fails, no traceback or MODULE
+FAILURE, the message names the variable or object and says the fix, the cluster is unchanged. The
+extension-path cases run against the ARM emulator and also assert that no write (PUT, PATCH, DELETE)
+reached ARM.
+
+Values in a case's data may hold {placeholders} filled at run time: {tmp} (a folder of this module),
+{kubeconfig} (the cluster's), {backup} (a verified backup of the cluster taken in the setup),
+{AKS_RESOURCE_GROUP} and {AKS_CLUSTER_NAME} (the emulator's cluster) and the prepared files below.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import socket
+import sys
+
+import pytest
+import yaml
+
+from tests.integration.ansible import REPO, VENV_BIN, run_playbook
+from tests.integration.kubeutil import delete_namespaces, wait_for
+
+from . import rbac
+from .badinput import Case, assert_fails_safely
+
+PLAYBOOK = os.path.join(REPO, "playbooks", "%s.yml")
+HELM_INVENTORY = os.path.join(REPO, "playbooks", "inventory", "local.yml")
+QUEUES_VARS = os.path.join(REPO, "playbooks", "vars", "queues.yml")
+with open(QUEUES_VARS) as _handle:
+    QUEUES = yaml.safe_load(_handle)
+CONFIG = QUEUES["kueue_resources"]
+API = "kueue.x-k8s.io/v1beta2"
+
+
+def _queues_plus(*objects) -> dict:
+    """The repository's queue configuration with `objects` added (what a user edits and re-applies)."""
+    out = copy.deepcopy(QUEUES)
+    out["kueue_resources"] = out["kueue_resources"] + list(objects)
+    return out
+
+
+def _cq(name, flavor="cpu-on-demand", cpu=4, cohort=None) -> dict:
+    spec = {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+        {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu}]}]}]}
+    if cohort:
+        spec["cohortName"] = cohort
+    return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def _lq(name, namespace, cluster_queue) -> dict:
+    return {"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"clusterQueue": cluster_queue}}
+
+
+def _with_aks(extra: dict | None = None) -> dict:
+    """The emulator's AKS cluster (migrate.yml needs it even when the cluster is reached with a kubeconfig)."""
+    out = {"kueue_aks_resource_group": "{AKS_RESOURCE_GROUP}", "kueue_aks_cluster_name": "{AKS_CLUSTER_NAME}"}
+    out.update(extra or {})
+    return out
+
+
+def C(case_id, entry, names, fix, **data) -> Case:  # pylint: disable=invalid-name
+    return Case(case_id, entry, names, fix, data)
+
+
+SITE, CONFIGURE, UNINSTALL, RESTORE, MIGRATE, STATUS = (
+    "site", "configure_queues", "uninstall", "restore", "migrate", "status")
+
+CASES = [
+    # ---------------------------------------------------------------- install (site.yml -> role install/main)
+    C("install-method-unknown", "install", ["kueue_install_method", "kubectl"], ["helm", "extension"],
+      playbook=SITE, vars={"kueue_install_method": "kubectl"}),
+    C("install-method-wrong-type", "install", ["kueue_install_method"], ["helm", "extension"],
+      playbook=SITE, vars={"kueue_install_method": ["helm"]}),
+    C("helm-options-on-extension", "install",
+      ["kueue_install_method is extension", "kueue_feature_gates", "kueue_integrations", "kueue_helm_chart_ref"],
+      ["kueue_install_method: helm", "remove them"],
+      playbook=SITE, vars={"kueue_install_method": "extension", "kueue_aks_resource_group": "rg-batch",
+                           "kueue_aks_cluster_name": "aks-batch"}),
+    C("extension-options-on-helm", "install",
+      ["kueue_install_method is helm", "kueue_aks_cluster_name", "kueue_extension_version"],
+      ["kueue_install_method: extension", "remove them"],
+      playbook=SITE, vars={"kueue_aks_cluster_name": "aks-batch", "kueue_extension_version": "0.14.2"}),
+    C("chart-version-malformed", "install", ["kueue_version", "0.x.1"], ["latest"],
+      playbook=SITE, vars={"kueue_version": "0.x.1"}),
+    C("chart-version-absent-from-registry", "install", ["kueue_version", "0.1.999"], ["published version"],
+      playbook=SITE, vars={"kueue_version": "0.1.999"}),
+    C("chart-version-wrong-type", "install", ["kueue_version", "major"], ["exact version"],
+      playbook=SITE, vars={"kueue_version": {"major": 0, "minor": 19}}),
+    C("feature-gate-unknown", "install", ["kueue_feature_gates", "NoSuchGate"], ["TopologyAwareScheduling"],
+      playbook=SITE, vars={"kueue_feature_gates": {"NoSuchGate": True}}),
+    C("feature-gates-wrong-type", "install", ["kueue_feature_gates"], ["dict"],
+      playbook=SITE, vars={"kueue_feature_gates": ["TopologyAwareScheduling"]}),
+    C("feature-gate-value-not-bool", "install", ["kueue_feature_gates", "TopologyAwareScheduling"], ["true", "false"],
+      playbook=SITE, vars={"kueue_feature_gates": {"TopologyAwareScheduling": "sometimes"}}),
+    C("integration-unknown", "install", ["kueue_integrations", "example.com/nojob"], ["batch/job"],
+      playbook=SITE, vars={"kueue_integrations": ["batch/job", "example.com/nojob"]}),
+    C("integrations-wrong-type", "install", ["kueue_integrations"], ["list"],
+      playbook=SITE, vars={"kueue_integrations": {"batch/job": True}}),
+    C("helm-values-misnested-manager-config", "install",
+      ["kueue_helm_values", "controllerManager.managerConfig"], ["top-level"],
+      playbook=SITE, vars={"kueue_helm_values": {"controllerManager": {"managerConfig": {
+          "controllerManagerConfigYaml": "integrations:\n  frameworks: [batch/job]\n"}}}}),
+    C("helm-values-config-not-a-string", "install",
+      ["kueue_helm_values", "managerConfig.controllerManagerConfigYaml"], ["string"],
+      playbook=SITE, vars={"kueue_helm_values": {"managerConfig": {"controllerManagerConfigYaml": {
+          "integrations": {"frameworks": ["batch/job"]}}}}}),
+    C("helm-values-file-missing", "install", ["kueue_helm_values_files", "{tmp}/no-such-values.yaml"], ["path"],
+      playbook=SITE, vars={"kueue_helm_values_files": ["{tmp}/no-such-values.yaml"]}),
+    C("helm-timeout-not-a-number", "install", ["kueue_helm_timeout"], ["int"],
+      playbook=SITE, vars={"kueue_helm_timeout": "five minutes"}),
+    C("chart-ref-unreachable", "install", ["kueue_helm_chart_ref", "127.0.0.1"], ["registry"],
+      playbook=SITE, vars={"kueue_helm_chart_ref": "oci://127.0.0.1:{closed_port}/charts/kueue"}),
+    # ---------------------------------------------------------------- environment
+    C("helm-binary-missing", "install", ["kueue_helm_binary", "/nonexistent/bin/helm"], ["PATH"],
+      playbook=SITE, vars={"kueue_helm_binary": "/nonexistent/bin/helm"}),
+    C("helm-not-on-path", "install", ["kueue_helm_binary", "helm"], ["PATH"],
+      playbook=SITE, env={"PATH": VENV_BIN + os.pathsep + "/usr/bin" + os.pathsep + "/bin"}),
+    C("kubeconfig-missing", "install", ["kueue_kubeconfig", "{tmp}/no-such.kubeconfig"], ["path"],
+      playbook=SITE, vars={"kueue_kubeconfig": "{tmp}/no-such.kubeconfig"}),
+    C("kubeconfig-not-yaml", "configure_queues", ["kueue_kubeconfig", "{not_yaml}"], ["kubeconfig"],
+      playbook=CONFIGURE, vars=dict(QUEUES, kueue_kubeconfig="{not_yaml}")),
+    C("kubeconfig-no-current-context", "status", ["kueue_kubeconfig", "current-context"], ["check the kubeconfig"],
+      playbook=STATUS, vars={"kueue_kubeconfig": "{no_context}"}),
+    C("kube-context-unknown", "uninstall_with_backup", ["kueue_kube_context", "no-such-context"], ["context"],
+      playbook=UNINSTALL, vars={"kueue_kube_context": "no-such-context", "kueue_backup_dir": "{tmp}/backups-ctx"}),
+    C("api-server-unreachable", "install", ["127.0.0.1:{closed_port}"], ["kueue_kubeconfig"],
+      playbook=SITE, vars={"kueue_kubeconfig": "{unreachable}"}),
+    C("api-server-unreachable-queues", "configure_queues", ["127.0.0.1:{closed_port}"], ["kueue_kubeconfig"],
+      playbook=CONFIGURE, vars=dict(QUEUES, kueue_kubeconfig="{unreachable}")),
+    # ---------------------------------------------------------------- configure_queues
+    C("queue-dangling-flavor", "configure_queues", ["team-batch", "no-such-flavor"], ["ResourceFlavor"],
+      playbook=CONFIGURE, vars=_queues_plus(_cq("team-batch", flavor="no-such-flavor"))),
+    C("localqueue-dangling-clusterqueue", "configure_queues", ["team-nlp/batch", "no-such-cq"], ["ClusterQueue"],
+      playbook=CONFIGURE, vars=_queues_plus(_lq("batch", "team-nlp", "no-such-cq"))),
+    C("queue-quota-not-a-quantity", "configure_queues", ["team-batch", "nominalQuota"], ["quantity"],
+      playbook=CONFIGURE, vars=_queues_plus(_cq("team-batch", cpu="lots"))),
+    C("queue-missing-api-version", "configure_queues", ["apiVersion", "orphan"], [API],
+      playbook=CONFIGURE, vars=_queues_plus({"kind": "ResourceFlavor", "metadata": {"name": "orphan"}})),
+    C("queue-resources-wrong-type", "configure_queues", ["kueue_resources"], ["list"],
+      playbook=CONFIGURE, vars={"kueue_resources": {"ResourceFlavor": "cpu-on-demand"}}),
+    C("queue-resources-src-missing", "configure_queues", ["{tmp}/no-such-queues.yaml"], ["kueue_resources_src"],
+      playbook=CONFIGURE, vars={"kueue_resources_src": "{tmp}/no-such-queues.yaml"}),
+    C("smoke-test-queue-without-namespace", "configure_queues", ["kueue_smoke_test_queues", "vision"],
+      ["NAMESPACE/LOCALQUEUE"],
+      playbook=CONFIGURE, vars=dict(QUEUES, kueue_smoke_test=True, kueue_smoke_test_queues=["vision"])),
+    # ---------------------------------------------------------------- uninstall_with_backup (uninstall.yml)
+    C("uninstall-without-backup-dir", "uninstall_with_backup", ["kueue_backup_dir"], ["missing required"],
+      playbook=UNINSTALL, vars={}),
+    C("uninstall-backup-dir-empty", "uninstall_with_backup", ["kueue_backup_dir"], ["folder"],
+      playbook=UNINSTALL, vars={"kueue_backup_dir": ""}),
+    C("uninstall-backup-dir-under-a-file", "uninstall_with_backup", ["{a_file}/backups"], ["kueue_backup_dir"],
+      playbook=UNINSTALL, vars={"kueue_backup_dir": "{a_file}/backups"}),
+    C("uninstall-api-server-unreachable", "uninstall_with_backup", ["127.0.0.1:{closed_port}"], ["kueue_kubeconfig"],
+      playbook=UNINSTALL, vars={"kueue_backup_dir": "{tmp}/backups-unreachable", "kueue_kubeconfig": "{unreachable}"}),
+    # ---------------------------------------------------------------- restore.yml
+    C("restore-without-backup-path", "restore", ["kueue_backup_path"], ["uninstall.yml printed"],
+      playbook=RESTORE, vars={}),
+    C("restore-backup-folder-missing", "restore", ["{tmp}/no-such-backup"], ["kueue_backup_path"],
+      playbook=RESTORE, vars={"kueue_backup_path": "{tmp}/no-such-backup"}),
+    C("restore-backup-file-corrupt", "restore", ["{corrupt}", "clusterqueues"], ["kueue_backup_path"],
+      playbook=RESTORE, vars={"kueue_backup_path": "{corrupt}"}),
+    C("restore-backup-without-manifest", "restore", ["{no_manifest}", "manifest"], ["kueue_backup_path"],
+      playbook=RESTORE, vars={"kueue_backup_path": "{no_manifest}"}),
+    C("restore-backup-path-is-a-file", "restore", ["{a_file}"], ["kueue_backup_path"],
+      playbook=RESTORE, vars={"kueue_backup_path": "{a_file}"}),
+    # ---------------------------------------------------------------- migrate.yml
+    C("migrate-target-unknown", "migrate", ["kueue_migrate_to"], ["extension or helm"],
+      playbook=MIGRATE, vars=_with_aks({"kueue_migrate_to": "kubectl", "kueue_backup_dir": "{tmp}/backups-mig"})),
+    C("migrate-without-backup-dir", "migrate", ["kueue_backup_dir"], ["folder"],
+      playbook=MIGRATE, vars=_with_aks({"kueue_migrate_to": "extension"})),
+    C("migrate-already-on-target", "migrate", ["already installed", "with Helm"], ["kueue_migrate_to=extension"],
+      playbook=MIGRATE, arm=True, vars=_with_aks({"kueue_migrate_to": "helm", "kueue_backup_dir": "{tmp}/backups-mig"})),
+    C("migrate-to-extension-foreign-aks-object", "migrate", ["aks-spot"], ["create them under another name"],
+      playbook=MIGRATE, arm=True, prepare="aks_flavor",
+      vars=_with_aks({"kueue_migrate_to": "extension", "kueue_backup_dir": "{tmp}/backups-mig"})),
+    C("migrate-to-extension-unknown-cluster", "migrate", ["cluster_name", "no-such-aks"], ["kueue_aks_cluster_name"],
+      playbook=MIGRATE, arm=True,
+      vars=_with_aks({"kueue_migrate_to": "extension", "kueue_backup_dir": "{tmp}/backups-mig",
+                      "kueue_aks_cluster_name": "no-such-aks"})),
+    # ---------------------------------------------------------------- status.yml
+    C("status-report-folder-missing", "status", ["kueue_status_report", "{tmp}/no-such-dir"], ["create the folder"],
+      playbook=STATUS, vars={"kueue_status_report": "{tmp}/no-such-dir/status.md"}),
+    C("status-namespace-without-kueue", "status", ["no-kueue-here", "deployment/kueue-controller-manager"],
+      ["set kueue_namespace"],
+      playbook=STATUS, vars={"kueue_namespace": "no-kueue-here"}),
+    C("status-fail-on-error-not-a-bool", "status", ["kueue_status_fail_on_error", "perhaps"], ["set it to true"],
+      playbook=STATUS, vars={"kueue_status_fail_on_error": "perhaps", "kueue_namespace": "no-kueue-here"}),
+    # ---------------------------------------------------------------- extension path (ARM emulator)
+    C("extension-without-aks-cluster", "install", ["kueue_aks_resource_group", "kueue_aks_cluster_name"],
+      ["are required"], playbook=SITE, inventory="extension", arm=True,
+      host={"kueue_aks_resource_group": "", "kueue_aks_cluster_name": ""}),
+    C("extension-wrong-subscription", "install", ["subscription", "11111111-2222-3333-4444-555555555555"],
+      ["kueue_azure_subscription_id"], playbook=SITE, inventory="extension", arm=True,
+      vars={"kueue_azure_subscription_id": "11111111-2222-3333-4444-555555555555"}),
+    C("extension-wrong-resource-group", "install", ["resource_group", "rg-no-such"], ["kueue_aks_resource_group"],
+      playbook=SITE, inventory="extension", arm=True, vars={"kueue_aks_resource_group": "rg-no-such"}),
+    C("extension-wrong-cluster-name", "install", ["cluster_name", "no-such-aks"], ["kueue_aks_cluster_name"],
+      playbook=SITE, inventory="extension", arm=True, vars={"kueue_aks_cluster_name": "no-such-aks"}),
+    C("extension-auto-upgrade-mode-unknown", "install", ["kueue_extension_auto_upgrade_mode", "always"],
+      ["none", "patch", "compatible"], playbook=SITE, inventory="extension", arm=True,
+      vars={"kueue_extension_auto_upgrade_mode": "always"}),
+    C("extension-over-unmanaged-kueue", "install", ["kueue-system/kueue-controller-manager"], ["playbooks/migrate.yml"],
+      playbook=SITE, inventory="extension", arm=True, vars={}),
+]
+
+
+# ------------------------------------------------------------------ setup
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _write(path, text) -> str:
+    with open(path, "w") as handle:
+        handle.write(text)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def setup(cluster, kueue, tmp_path_factory):
+    """Kueue installed (the `kueue` fixture), playbooks/vars/queues.yml applied through
+    playbooks/configure_queues.yml, a verified backup of it, and the bad files of the cases."""
+    from kubernetes import client
+
+    kube = kueue
+    core = client.CoreV1Api(kube)
+    teams = ["team-vision", "team-nlp"]
+    existing = {ns.metadata.name for ns in core.list_namespace().items}
+    res = run_playbook(PLAYBOOK % CONFIGURE, extravars=QUEUES, inventory=HELM_INVENTORY)
+    assert res.rc == 0, res.stdout[-4000:]
+    tmp = tmp_path_factory.mktemp("bad-input-roles")
+    backup_task = {"name": "Back up", "kueueops.aks.kueue_backup": {
+        "dest": str(tmp / "backups"), "verify": True, "kubeconfig": "{{ kueue_kubeconfig }}"}}
+    res = run_playbook([{"name": "Backup", "hosts": "local", "gather_facts": False, "tasks": [backup_task]}],
+                       inventory=HELM_INVENTORY)
+    assert res.rc == 0, res.stdout[-4000:]
+    backup = res.result("Back up")["backup_path"]
+    corrupt = str(tmp / "corrupt")
+    shutil.copytree(backup, corrupt)
+    cq_files = [f for f in os.listdir(corrupt) if "clusterqueue" in f.lower()]
+    assert cq_files, os.listdir(corrupt)
+    with open(os.path.join(corrupt, cq_files[0]), "a") as handle:
+        handle.write("# edited by hand\n")
+    no_manifest = str(tmp / "no-manifest")
+    os.makedirs(no_manifest)
+    shutil.copy(os.path.join(backup, cq_files[0]), no_manifest)
+    port = _closed_port()
+    with open(cluster.kubeconfig) as handle:
+        kc = yaml.safe_load(handle)
+    unreachable = copy.deepcopy(kc)
+    for entry in unreachable["clusters"]:
+        entry["cluster"]["server"] = "https://127.0.0.1:%d" % port
+    no_context = copy.deepcopy(kc)
+    no_context.pop("current-context", None)
+    ctx = {
+        "tmp": str(tmp), "kubeconfig": cluster.kubeconfig, "backup": backup, "corrupt": corrupt,
+        "no_manifest": no_manifest, "closed_port": str(port),
+        "a_file": _write(tmp / "a-file", "not a folder\n"),
+        "not_yaml": _write(tmp / "not-yaml.kubeconfig", "this is {not: yaml: at all\n\t- ]\n"),
+        "no_context": _write(tmp / "no-context.kubeconfig", yaml.safe_dump(no_context)),
+        "unreachable": _write(tmp / "unreachable.kubeconfig", yaml.safe_dump(unreachable)),
+    }
+    yield {"kube": kube, "ctx": ctx, "tmp": tmp}
+    custom = client.CustomObjectsApi(kube)
+    for obj in reversed(CONFIG):
+        plural = rbac.KUEUE_PLURALS[obj["kind"]]
+        meta = obj["metadata"]
+        try:
+            if meta.get("namespace"):
+                custom.delete_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", meta["namespace"], plural,
+                                                       meta["name"])
+            else:
+                custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural, meta["name"])
+        except client.exceptions.ApiException as exc:
+            if exc.status != 404:
+                raise
+    delete_namespaces(kube, [ns for ns in teams if ns not in existing], wait=False)
+
+
+def _fill(value, ctx: dict):
+    if isinstance(value, str):
+        for key, sub in ctx.items():
+            value = value.replace("{%s}" % key, sub)
+        return value
+    if isinstance(value, dict):
+        return {_fill(k, ctx): _fill(v, ctx) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, ctx) for v in value]
+    return value
+
+
+def _extension_inventory(path, host_overrides: dict) -> str:
+    host = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "kueue_install_method": "extension",
+            "kueue_kubeconfig": "{{ lookup('ansible.builtin.env', 'KUBECONFIG') }}",
+            "kueue_aks_resource_group": "{{ lookup('ansible.builtin.env', 'AKS_RESOURCE_GROUP') }}",
+            "kueue_aks_cluster_name": "{{ lookup('ansible.builtin.env', 'AKS_CLUSTER_NAME') }}"}
+    host.update(host_overrides)
+    with open(path, "w") as handle:
+        yaml.safe_dump({"kueue_clusters": {"hosts": {"local": host}}}, handle)
+    return str(path)
+
+
+def _arm_writes(ctl) -> list:
+    return [(r["method"], r["path"]) for r in ctl.requests() if r["method"] in ("PUT", "PATCH", "DELETE")]
+
+
+def _aks_flavor(kube):
+    """An aks- ResourceFlavor of the Helm install, which the managed extension would not recreate."""
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(kube)
+    body = {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "aks-spot"},
+            "spec": {"nodeLabels": {"kubernetes.azure.com/scalesetpriority": "spot"}}}
+    custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "resourceflavors", body)
+
+    def gone():
+        try:
+            custom.get_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "resourceflavors", "aks-spot")
+            return False
+        except client.exceptions.ApiException as exc:
+            if exc.status != 404:
+                raise
+            return True
+
+    def cleanup():
+        # Kueue's finalizer makes the deletion asynchronous: wait, so the next case's snapshot is stable.
+        custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "resourceflavors", "aks-spot")
+        wait_for("the aks-spot ResourceFlavor to be deleted", gone, timeout=60)
+    return cleanup
+
+
+PREPARE = {"aks_flavor": _aks_flavor}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_fails_safely(case, setup, request, tmp_path):
+    kube, ctx = setup["kube"], dict(setup["ctx"])
+    data = case.data
+    ctl = None
+    if data.get("arm"):
+        request.getfixturevalue("arm")
+        ctl = request.getfixturevalue("arm_control")
+    ctx.update({k: os.environ.get(k, "") for k in ("AKS_RESOURCE_GROUP", "AKS_CLUSTER_NAME")})
+    inventory = HELM_INVENTORY
+    if data.get("inventory") == "extension":
+        inventory = _extension_inventory(tmp_path / "ext.yml", _fill(data.get("host", {}), ctx))
+    cleanup = PREPARE[data["prepare"]](kube) if data.get("prepare") else None
+    try:
+        before = rbac.snapshot(kube)
+        if ctl is not None:
+            ctl.clear_requests()
+        result = run_playbook(PLAYBOOK % data["playbook"], extravars=_fill(data.get("vars", {}), ctx),
+                              inventory=inventory, env=_fill(data.get("env"), ctx), timeout=600)
+        filled = Case(case.id, case.entry, _fill(case.names, ctx), _fill(case.fix, ctx), case.data)
+        message = assert_fails_safely(filled, result, kube, before)
+        if ctl is not None:
+            assert _arm_writes(ctl) == [], "%s wrote to ARM: %s" % (case.id, _arm_writes(ctl))
+        if os.environ.get("KUEUEOPS_SHOW_MESSAGES"):
+            sys.stderr.write("\n[%s] %s\n" % (case.id, message))
+    finally:
+        if cleanup:
+            cleanup()
+
+
+def test_the_corpus_is_large_enough_and_covers_every_entry_point():
+    assert len(CASES) >= 20
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert {c.data["playbook"] for c in CASES} == {SITE, CONFIGURE, UNINSTALL, RESTORE, MIGRATE, STATUS}
+    assert {c.entry for c in CASES} >= {"install", "configure_queues", "uninstall_with_backup", "restore",
+                                        "migrate", "status"}
