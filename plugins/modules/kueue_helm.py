@@ -18,7 +18,9 @@ description:
     and feature gates set both on the command line and inside the Configuration (the Kueue manager exits).
   - Idempotent. An unchanged release (same chart version, same values, status C(deployed)) reports
     C(changed=false) without running an upgrade. Check mode changes nothing and reports what would change;
-    diff mode shows the chart version and values before and after.
+    diff mode shows the chart version and values before and after (but the values of the AKS managed
+    extension's release, with O(allow_managed_extension=true): AKS passes the extension's protected settings to
+    Helm as values, so they are replaced by C(VALUE_REDACTED_BY_KUEUEOPS)).
   - Refuses to install when the AKS managed Kueue extension already runs on the cluster (it is a cluster
     singleton), unless O(allow_managed_extension=true).
   - B(State absent destroys every Kueue object in the cluster.) The chart ships Kueue's CRDs as templates, so
@@ -226,6 +228,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import (
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     KUBE_AUTH_ARGSPEC,
+    REDACTED,
     check_connection,
     describe_kube_error,
     get_api_client,
@@ -476,7 +479,12 @@ class KueueHelm:
         after = {"chart_version": version, "status": "deployed", "values": desired}
         changed = before != after
         if self.module._diff:
-            result["diff"] = dict(before=before, after=after)
+            shown = before
+            if extension and before_values:
+                # The managed extension's release: its values hold the extension's configuration protected settings
+                # (AKS hands them to Helm as values). Compared above, never shown.
+                shown = dict(before, values=REDACTED)
+            result["diff"] = dict(before=shown, after=after)
         if not changed:
             result["release"] = current
             return dict(result, changed=False)
