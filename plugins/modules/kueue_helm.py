@@ -18,9 +18,9 @@ description:
     and feature gates set both on the command line and inside the Configuration (the Kueue manager exits).
   - Idempotent. An unchanged release (same chart version, same values, status C(deployed)) reports
     C(changed=false) without running an upgrade. Check mode changes nothing and reports what would change;
-    diff mode shows the chart version and values before and after (but the values of the AKS managed
-    extension's release, with O(allow_managed_extension=true): AKS passes the extension's protected settings to
-    Helm as values, so they are replaced by C(VALUE_REDACTED_BY_KUEUEOPS)).
+    diff mode shows the chart version and values before and after. The values of the AKS managed extension's
+    release (O(allow_managed_extension=true)) are shown as C(VALUE_REDACTED_BY_KUEUEOPS), since AKS passes the
+    extension's protected settings to Helm as values.
   - Refuses to install when the AKS managed Kueue extension already runs on the cluster (it is a cluster
     singleton), unless O(allow_managed_extension=true).
   - B(State absent destroys every Kueue object in the cluster.) The chart ships Kueue's CRDs as templates, so

@@ -471,15 +471,12 @@ def test_no_secret_leaves_any_entry_point(scenario, cluster, arm, tmp_path):
     # 8. kueue_extension fetching the cluster credentials to a file.
     fetched = str(work / "fetched" / "aks.kubeconfig")
     os.makedirs(os.path.dirname(fetched), mode=0o700)
-    ok(json_run(work, "fetch-credentials", [{"name": "Fetch", "hosts": "kueue_clusters", "gather_facts": False,
-                                              "tasks": [{"name": "Fetch the AKS credentials to a file",
-                                                         "kueueops.aks.kueue_extension": {
-                                                             "state": "present",
-                                                             "resource_group": "{{ kueue_aks_resource_group }}",
-                                                             "cluster_name": "{{ kueue_aks_cluster_name }}",
-                                                             "secret": "{{ kueue_azure_secret }}",
-                                                             "preflight": False, "kubeconfig_dest": fetched}}]}],
-                ext_host, azure))
+    fetch = [{"name": "Fetch", "hosts": "kueue_clusters", "gather_facts": False, "tasks": [{
+        "name": "Fetch the AKS credentials to a file", "kueueops.aks.kueue_extension": {
+            "state": "present", "resource_group": "{{ kueue_aks_resource_group }}",
+            "cluster_name": "{{ kueue_aks_cluster_name }}", "secret": "{{ kueue_azure_secret }}", "preflight": False,
+            "kubeconfig_dest": fetched}}]}]
+    ok(json_run(work, "fetch-credentials", fetch, ext_host, azure))
     # 9. migrate.yml extension -> Helm (backup, extension deleted, Helm install, restore), with the token kubeconfig.
     migrate_backups = work / "migrate-backups"
     migrate_host = _host(**dict(helm_host["kueue_clusters"]["hosts"]["local"],
