@@ -62,6 +62,10 @@ WAITS = {
     "kueue_extension: an operation already running settles (timeout)": "test_extension_waits",
     "kueue_extension: deletion LRO / extension gone (timeout)": "test_extension_waits",
 }
+# Waits without a drill here: the role's until-loop after an extension uninstall (kueue_info until no Kueue
+# object and no kueue-extension Deployment; retries = kueue_extension_timeout / 2) and its 60 s grace for the
+# namespace (failed_when: false, by design); playbooks/restore.yml and migrate.yml wait only through the
+# module waits above. kueue_backup, kueue_gitops, kueue_info and kueue_jobs_info do not wait.
 
 
 def record(name: str, seconds: float, **extra) -> None:
