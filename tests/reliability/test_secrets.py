@@ -417,7 +417,8 @@ def test_no_secret_leaves_any_entry_point(scenario, cluster, arm, tmp_path):
     creds = _token_kubeconfig(cluster, kube, kubeconfig)
     secrets = Secrets()
     secrets.add("azure client secret", os.environ["AZURE_SECRET"])
-    assert os.environ["AZURE_SECRET"].startswith("kueueops-FAKE-arm-secret-")
+    assert os.environ["AZURE_SECRET"].startswith("kueueops-FAKE-arm-secret-"), \
+        "an ARM emulator started before its secret had a recognisable prefix: make emulator-down emulator-up"
     for name, value in PROTECTED.items():
         secrets.add("protected setting %s" % name, value)
     secrets.add_token("kubeconfig token", creds["token"])
