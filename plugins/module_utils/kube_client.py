@@ -215,6 +215,10 @@ def _load_kubeconfig(params, configuration):
         if context and 'context' in text.lower():
             raise KueueOpsError('context %s was not found in the kubeconfig (%s)' % (context, text), field='context',
                                 fix='use one of the contexts the kubeconfig defines, or omit context for its current-context')
+        if not context and 'current-context' in text.lower():
+            raise KueueOpsError('invalid kubeconfig: %s' % text, field=option,
+                                fix='set context to one of the contexts the kubeconfig defines, or give the '
+                                    'kubeconfig a current-context (kubectl config use-context <name>)')
         raise KueueOpsError('invalid kubeconfig: %s' % text, field=option,
                             fix='check the kubeconfig (clusters, users, contexts, current-context)')
     except (OSError, ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as exc:

@@ -638,7 +638,12 @@ class KueueHelm:
                         break
             finally:
                 w.stop()
-        ns_obj = core.read_namespace(ns)
+        try:
+            ns_obj = core.read_namespace(ns)
+        except ApiException as exc:
+            if exc.status == 404:  # gone right at the deadline
+                return
+            raise describe_kube_error(exc)
         conditions = [c.message for c in ns_obj.status.conditions or [] if c.status == "True"]
         raise KueueOpsError("namespace %s still terminating after %ss: %s" % (ns, self.p["timeout"], "; ".join(
             conditions) or ns_obj.status.phase), field="timeout", fix="raise timeout, or look at what holds it")

@@ -63,7 +63,9 @@ WAITS = {
     "kueue_extension: deletion LRO / extension gone (timeout)": "test_extension_waits",
 }
 # Waits without a drill here: the role's until-loop after an extension uninstall (kueue_info until no Kueue
-# object and no kueue-extension Deployment; retries = kueue_extension_timeout / 2) and its 60 s grace for the
+# object and no kueue-extension Deployment; retries = kueue_extension_timeout / 2; when it runs out, an assert
+# names what is left and the timeout. No drill: the emulator, like AKS, only reports the delete done once
+# everything is gone, so the loop is a second check that cannot be kept pending from here) and its 60 s grace for the
 # namespace (failed_when: false, by design); playbooks/restore.yml and migrate.yml wait only through the
 # module waits above. kueue_backup, kueue_gitops, kueue_info and kueue_jobs_info do not wait.
 

@@ -181,6 +181,20 @@ def test_dict_kubeconfig_named_context():
     assert bearer(cfg) == 'Bearer tok-two-secret'
 
 
+def test_kubeconfig_without_current_context_says_how_to_choose_one(tmp_path):
+    cfg = kubeconfig()
+    del cfg['current-context']
+    path = tmp_path / 'config'
+    path.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(KueueOpsError) as err:
+        build_api_client(params(kubeconfig=str(path)))
+    assert err.value.field == 'kubeconfig'
+    assert 'current-context' in str(err.value) and 'set context' in str(err.value)
+    assert 'use-context' in str(err.value)
+    # with a context named, the same file works
+    assert build_api_client(params(kubeconfig=str(path), context='one')).configuration.host == 'https://127.0.0.1:6443'
+
+
 def test_path_kubeconfig_and_explicit_overrides(tmp_path):
     path = tmp_path / 'config'
     path.write_text(yaml.safe_dump(kubeconfig()))
