@@ -15,6 +15,11 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VENV_BIN = os.path.dirname(sys.executable)
+# The collections folder of the venv running the tests: .venv/collections, or .venv-compat/collections
+# when hack/compat.sh runs them with ansible-core 2.16; both link this checkout as kueueops.aks.
+COLLECTIONS = os.path.join(os.path.dirname(VENV_BIN), "collections")
+if not os.path.isdir(os.path.join(COLLECTIONS, "ansible_collections", "kueueops", "aks")):
+    COLLECTIONS = os.path.join(REPO, ".venv", "collections")
 
 
 class Result:
@@ -84,7 +89,7 @@ def run_playbook(playbook, extravars: dict | None = None, check: bool = False, d
     full_env.update({
         "ANSIBLE_STDOUT_CALLBACK": "test_json",
         "ANSIBLE_CALLBACK_PLUGINS": os.path.join(REPO, "tests", "integration", "callback_plugins"),
-        "ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO, ".venv", "collections"),
+        "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS,
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
         "ANSIBLE_LOCALHOST_WARNING": "0",

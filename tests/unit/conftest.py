@@ -10,7 +10,10 @@ import os
 import sys
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_COLLECTIONS = os.path.join(_ROOT, '.venv', 'collections')
+# The collections folder of the venv running the tests (.venv, or .venv-compat under hack/compat.sh).
+_COLLECTIONS = os.path.join(os.path.dirname(os.path.dirname(sys.executable)), 'collections')
+if not os.path.isdir(os.path.join(_COLLECTIONS, 'ansible_collections', 'kueueops', 'aks')):
+    _COLLECTIONS = os.path.join(_ROOT, '.venv', 'collections')
 
 if importlib.util.find_spec('ansible_collections') is None or importlib.util.find_spec('ansible_collections.kueueops') is None:
     if os.path.isdir(os.path.join(_COLLECTIONS, 'ansible_collections', 'kueueops', 'aks')):
