@@ -19,7 +19,8 @@
 # What it runs: the unit tests, and on the local control plane (started and
 # stopped by the `cluster` fixture unless already running) the site.yml job
 # (install, queue configuration, smoke test, second run changed=0), status.yml's
-# report, and uninstall.yml with backup followed by restore.yml. ansible-test
+# report, uninstall.yml's refusal of a cluster running both Helm and the managed
+# extension, and uninstall.yml with backup followed by restore.yml. ansible-test
 # sanity and ansible-lint are NOT run here: they run in .venv (hack/sanity.sh).
 set -euo pipefail
 
@@ -34,6 +35,7 @@ TESTS=(
     tests/unit
     tests/integration/test_site.py
     tests/integration/test_compat.py
+    tests/integration/test_uninstall_restore.py::test_helm_and_managed_extension_both_present_is_refused_before_anything
     tests/integration/test_uninstall_restore.py::test_uninstall_then_restore_round_trip
 )
 
