@@ -12,6 +12,14 @@ description:
     labelled C(owner=helm)); no helm binary is needed. B(Managed extension) - the C(kueue-extension) Deployment
     that the AKS managed extension C(microsoft.kueue) runs in O(kueue_namespace). RV(install_method) is V(helm),
     V(extension), V(both) or V(none).
+  - The managed extension is itself a Helm release, named like the extension, in its release namespace. That
+    release counts as the extension's own (RV(extension_release), not RV(helm_release)) only when the cluster says
+    so unambiguously - the C(kueue-extension) Deployment runs B(and) AKS's extension manager keeps an
+    C(ExtensionConfig) (C(aks.clusterconfig.azure.com/v1beta1), or C(clusterconfig.azure.com/v1beta1) on
+    Arc-enabled clusters) of type C(microsoft.kueue) named like the release in O(kueue_namespace); never on the
+    release's name alone. So an extension-only cluster reports V(extension). Any other Helm release of Kueue beside
+    the extension (or the extension's own, when that C(ExtensionConfig) cannot be read) reports V(both); Azure
+    Resource Manager can tell them apart (the role's C(uninstall_with_backup) asks it with C(kueue_aks_*)).
   - Reports what an uninstall destroys - the Kueue namespace, the Kueue CRDs and with them every Kueue object (the
     number per kind), the Secrets that MultiKueueClusters use (they live in the Kueue namespace) - and the Workloads
     pending and admitted per queue.
@@ -52,13 +60,14 @@ install_method:
   type: str
   sample: helm
 helm_release:
-  description: The Helm release of Kueue (latest revision), or null.
+  description: The Helm release of Kueue (latest revision) that the managed extension does not manage, or null.
   returned: success
   type: dict
   sample: {name: kueue, namespace: kueue-system, revision: 2, status: deployed, chart: kueue, chart_version: 0.19.2,
-           app_version: v0.19.2}
+           app_version: v0.19.2, extension_managed: false}
 helm_releases:
-  description: Every Helm release recorded in O(kueue_namespace) (a namespace may hold others than Kueue's).
+  description: Every Helm release recorded in O(kueue_namespace) (a namespace may hold others than Kueue's), each
+    with C(extension_managed) - whether it is the managed extension's own release.
   returned: success
   type: list
   elements: dict
@@ -66,6 +75,20 @@ extension:
   description: Whether the C(kueue-extension) Deployment of the AKS managed extension runs in O(kueue_namespace).
   returned: success
   type: bool
+extension_release:
+  description: The Helm release the AKS managed extension installed Kueue with (the release an C(ExtensionConfig)
+    of type C(microsoft.kueue) names, with the C(kueue-extension) Deployment running), or null.
+  returned: success
+  type: dict
+  sample: {name: kueue, namespace: kueue-system, revision: 1, status: deployed, chart: kueue, chart_version: 0.19.2,
+           app_version: v0.19.2, extension_managed: true}
+extension_configs:
+  description: The C(ExtensionConfig) objects of type C(microsoft.kueue) in O(kueue_namespace) - AKS's extension
+    manager's record of each extension instance (empty when there is none, or when they cannot be read).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{name: kueue, namespace: kueue-system, extension_type: microsoft.kueue, version: 0.19.2}]
 namespace_exists:
   description: Whether O(kueue_namespace) exists.
   returned: success
@@ -115,6 +138,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     get_api_client,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
+from ansible_collections.kueueops.aks.plugins.module_utils import install_method as im
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import helm_releases
 
 try:
@@ -124,29 +148,25 @@ except ImportError:  # pragma: no cover - get_api_client reports missing_require
     k8s = None
     ApiException = Exception
 
-KUEUE_CHART = 'kueue'
 
-
-def install_method(helm, extension):
-    """'helm', 'extension', 'both' or 'none'."""
-    if helm and extension:
-        return 'both'
-    if helm:
-        return 'helm'
-    if extension:
-        return 'extension'
-    return 'none'
-
-
-def pick_release(releases, release_name):
-    """The release named ``release_name``, else the (only, or first by name) release of the kueue chart."""
-    for release in releases:
-        if release['name'] == release_name:
-            return release
-    for release in releases:
-        if release.get('chart') == KUEUE_CHART:
-            return release
-    return None
+def extension_configs(api_client, namespace):
+    """The ExtensionConfig objects of type microsoft.kueue in ``namespace`` (im.kueue_extension_configs), from the
+    AKS group, else the Arc one. None served, or not readable (403): [] - no evidence, so no release is
+    counted as the extension's own."""
+    custom = k8s.CustomObjectsApi(api_client)
+    for group in im.EXTENSION_CONFIG_GROUPS:
+        try:
+            listing = custom.list_namespaced_custom_object(group, im.EXTENSION_CONFIG_VERSION, namespace,
+                                                           im.EXTENSION_CONFIG_PLURAL,
+                                                           _request_timeout=b.REQUEST_TIMEOUT)
+        except ApiException as exc:
+            if exc.status in (404, 403):
+                continue
+            raise
+        configs = im.kueue_extension_configs(listing.get('items'), namespace)
+        if configs:
+            return configs
+    return []
 
 
 def gather(api_client, namespace, release_name):
@@ -160,8 +180,9 @@ def gather(api_client, namespace, release_name):
             raise
         namespace_exists = False
     releases = helm_releases(core, namespace) if namespace_exists else []
-    release = pick_release(releases, release_name)
     extension = exporter.detect_aks_extension() if namespace_exists else False
+    configs = extension_configs(api_client, namespace) if namespace_exists else []
+    method = im.classify(releases, release_name, extension, configs)
     crds = sorted(c.metadata.name for c in k8s.ApiextensionsV1Api(api_client).list_custom_resource_definition(
         _request_timeout=b.REQUEST_TIMEOUT).items if c.spec.group == b.GROUP)
 
@@ -184,10 +205,12 @@ def gather(api_client, namespace, release_name):
     image = exporter.manager_image() if namespace_exists else None
     return {
         'changed': False,
-        'install_method': install_method(release is not None, extension),
-        'helm_release': release,
-        'helm_releases': releases,
+        'install_method': method['install_method'],
+        'helm_release': method['helm_release'],
+        'helm_releases': method['releases'],
         'extension': extension,
+        'extension_release': method['extension_release'],
+        'extension_configs': configs,
         'namespace_exists': namespace_exists,
         'kueue_version': b.image_tag(image),
         'api_versions': dict((k, '%s/%s' % (b.GROUP, v)) for k, v in exporter.served.items()),

@@ -29,7 +29,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import delete_namespaces, live_normalised, queued_job, wait_for, workloads
+from .kubeutil import delete_namespaces, helm, live_normalised, queued_job, wait_for, workloads
 
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
     sys.path.insert(0, os.path.join(REPO, ".venv", "collections"))
@@ -217,6 +217,106 @@ def test_site_installs_verifies_configures_the_extension_without_leaking_secrets
     wait_no_workloads(kube)
 
 
+def kueue_info(kubeconfig):
+    res = run_playbook([{"name": "Info", "hosts": "local", "gather_facts": False, "tasks": [
+        {"name": "How is Kueue installed", "kueueops.aks.kueue_info": {"kubeconfig": kubeconfig}}]}],
+        inventory=no_arm_inventory_path(kubeconfig), env=NO_KUBE)
+    assert res.rc == 0, res.stdout[-3000:]
+    return res.result("How is Kueue installed")
+
+
+def no_arm_inventory_path(kubeconfig):
+    """An inventory with the cluster's kubeconfig and no kueue_aks_* variables (ARM is never asked)."""
+    path = os.path.join(os.path.dirname(kubeconfig), "no-arm-inventory.yml")
+    with open(path, "w") as handle:
+        yaml.safe_dump({"kueue_clusters": {"hosts": {"local": {
+            "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "kueue_kubeconfig": kubeconfig}}}}, handle)
+    return path
+
+
+def oss_chart(folder):
+    """A tiny chart named kueue (one ConfigMap): an unmanaged Helm release of Kueue's chart name, which the real
+    chart cannot be beside the extension (their cluster-scoped objects collide)."""
+    os.makedirs(os.path.join(folder, "templates"), exist_ok=True)
+    with open(os.path.join(folder, "Chart.yaml"), "w") as handle:
+        yaml.safe_dump({"apiVersion": "v2", "name": "kueue", "version": "0.0.1", "appVersion": "oss"}, handle)
+    with open(os.path.join(folder, "templates", "cm.yaml"), "w") as handle:
+        handle.write("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-oss\ndata: {}\n")
+    return folder
+
+
+EXT_CONFIG = ("aks.clusterconfig.azure.com", "v1beta1", "kueue-system", "extensionconfigs", "kueue")
+
+
+def test_kueue_info_tells_the_extensions_release_from_an_unmanaged_one_without_arm(clean, cluster, arm_control,
+                                                                                   tmp_path):
+    """From the cluster alone: the extension's own Helm release (named in AKS's ExtensionConfig, with the
+    kueue-extension Deployment) is 'extension'; an unmanaged release beside it, or no ExtensionConfig to read, is
+    'both'. uninstall.yml without kueue_aks_* detects the extension and stops before changing anything, naming the
+    variables (the extension is deleted through ARM)."""
+    from tests.reliability.rbac import snapshot
+    kube = clean
+    inv = inventory(tmp_path / "ext.yml", kueue_install_method="extension")
+    if not deployment_ready(kube, "kueue-extension"):
+        assert site_on_extension(inv).rc == 0
+    custom = client.CustomObjectsApi(kube)
+    marker = custom.get_namespaced_custom_object(*EXT_CONFIG)
+    assert marker["spec"]["extensionType"] == "microsoft.kueue"  # what the emulator keeps, as AKS does
+
+    info = kueue_info(cluster.kubeconfig)
+    assert info["install_method"] == "extension", info
+    assert info["helm_release"] is None and info["extension"] is True
+    assert info["extension_release"]["name"] == "kueue" and info["extension_release"]["extension_managed"] is True
+    assert [c["name"] for c in info["extension_configs"]] == ["kueue"]
+
+    # uninstall.yml without ARM variables: detected as the extension, refused before anything changes.
+    arm_control.clear_requests()
+    before = snapshot(kube)
+    dest = tmp_path / "backups"
+    res = run_playbook(UNINSTALL, {"kueue_backup_dir": str(dest)}, inventory=no_arm_inventory_path(cluster.kubeconfig),
+                       env=NO_KUBE)
+    assert res.rc != 0
+    assert res.result("Detect the install method")["install_method"] == "extension"
+    printed = res.result("Print the install method")["msg"]
+    assert "install method: extension" in printed[0]
+    assert "Helm release: none; managed extension: True (its own Helm release kueue, named in AKS's ExtensionConfig)" \
+        in printed[1], printed
+    msg = res.result("Refuse to uninstall the managed extension without its AKS cluster")["msg"]
+    assert "kueue_aks_resource_group" in msg and "kueue_aks_cluster_name" in msg and "Nothing was changed." in msg
+    assert "both" not in " ".join(res.failure_messages())
+    assert snapshot(kube) == before and arm_control.requests() == [] and not os.path.exists(dest)
+
+    # An unmanaged (OSS) Helm release of the kueue chart beside the extension: both, and the uninstall refuses.
+    helm(cluster, os.environ["HELM_V3"], "install", "kueue-oss", oss_chart(str(tmp_path / "chart")),
+         "-n", "kueue-system")
+    try:
+        info = kueue_info(cluster.kubeconfig)
+        assert info["install_method"] == "both", info
+        assert info["helm_release"]["name"] == "kueue-oss" and info["extension_release"]["name"] == "kueue"
+        before = snapshot(kube)
+        res = run_playbook(UNINSTALL, {"kueue_backup_dir": str(dest)},
+                           inventory=no_arm_inventory_path(cluster.kubeconfig), env=NO_KUBE)
+        assert res.rc != 0
+        msg = res.result("Refuse a cluster running both")["msg"]
+        assert "release kueue-oss" in msg and "kueue_aks_resource_group" in msg
+        assert snapshot(kube) == before and not os.path.exists(dest)
+    finally:
+        helm(cluster, os.environ["HELM_V3"], "uninstall", "kueue-oss", "-n", "kueue-system")
+
+    # No ExtensionConfig to read (an AKS that keeps none, or no RBAC on it): the release's name alone proves
+    # nothing, so both again; ARM decides (the uninstall test below, with kueue_aks_*).
+    custom.delete_namespaced_custom_object(*EXT_CONFIG)
+    try:
+        info = kueue_info(cluster.kubeconfig)
+        assert info["install_method"] == "both", info
+        assert info["helm_release"]["name"] == "kueue" and info["extension_release"] is None
+    finally:
+        marker["metadata"] = {"name": "kueue", "namespace": "kueue-system"}
+        custom.create_namespaced_custom_object(*EXT_CONFIG[:4], marker)
+    assert kueue_info(cluster.kubeconfig)["install_method"] == "extension"
+
+
 def test_uninstall_then_restore_with_reinstall_on_the_extension(clean, arm_control, tmp_path):
     kube = clean
     inv = inventory(tmp_path / "ext.yml", kueue_install_method="extension")
@@ -235,8 +335,8 @@ def test_uninstall_then_restore_with_reinstall_on_the_extension(clean, arm_contr
     dest = tmp_path / "backups"
     res = run(UNINSTALL, inv, {"kueue_backup_dir": str(dest)})
     assert res.rc == 0, res.stdout[-5000:]
-    # kueue_info alone sees the extension's own Helm release too; ARM tells them apart.
-    assert res.result("Detect the install method")["install_method"] == "both"
+    # kueue_info tells the extension's own Helm release from the cluster alone (AKS's ExtensionConfig names it).
+    assert res.result("Detect the install method")["install_method"] == "extension"
     assert "install method: extension" in res.result("Print the install method")["msg"][0]
     backup = res.result("Back up every Kueue configuration object")
     assert backup["verified"] is True
@@ -292,7 +392,9 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
     # Helm -> extension.
     res = run(MIGRATE, inv, {"kueue_migrate_to": "extension", "kueue_backup_dir": backups})
     assert res.rc == 0, res.stdout[-5000:]
+    # An OSS release named like the extension (kueue), without AKS's ExtensionConfig: helm, not the extension.
     assert res.result("Detect the install method")["install_method"] == "helm"
+    assert res.result("Detect the install method")["extension_release"] is None
     assert [m for m, _p in arm_writes(arm_control)] == ["PUT"]
     assert deployment_ready(kube, "kueue-extension")
     assert res.result("Verify Kueue after the restore")["failed_checks"] == []

@@ -1,10 +1,15 @@
 """What the emulated microsoft.kueue extension does to the local control plane, as AKS does it.
 
-Install: the Kueue chart from the harness's OCI registry with the real helm, then the
-`kueue-extension` Deployment (run by the node agent as `python -m
-tests.emulators.arm.extension_controller`), which keeps the AKS-owned objects present.
+Install: the Kueue chart from the harness's OCI registry with the real helm, as a release
+named like the extension in its release namespace, then the `kueue-extension` Deployment (run
+by the node agent as `python -m tests.emulators.arm.extension_controller`), which keeps the
+AKS-owned objects present, and the extension manager's record of the instance: an
+`ExtensionConfig` (aks.clusterconfig.azure.com/v1beta1; AKS serves that CRD on every cluster)
+named like the extension in the release namespace, with spec.extensionType and
+status.helmReleaseStatus, as AKS keeps it (kueueops.aks.kueue_info tells the extension's own
+release from an unmanaged one by it).
 Uninstall: every Kueue custom resource (finalizers cleared), the release, the extension
-Deployment and the Kueue CRDs; Jobs and Pods stay.
+Deployment, its ExtensionConfig and the Kueue CRDs; Jobs and Pods stay.
 """
 from __future__ import annotations
 
@@ -29,6 +34,12 @@ EXTENSION_DEPLOYMENT = "kueue-extension"
 # The node agent runs a container with this image as the extension controller process.
 EXTENSION_IMAGE = "kueueops.local/aks/kueue-extension"
 OWNED_LABELS = {"app.kubernetes.io/managed-by": "aks-kueue-extension", "kubernetes.azure.com/managedby": "aks"}
+EXTENSION_TYPE = "microsoft.kueue"
+# AKS's extension manager records each extension instance as an ExtensionConfig of this group (Arc-enabled
+# clusters: clusterconfig.azure.com), in the extension's release namespace, named like the extension.
+EXTENSION_CONFIG_GROUP = "aks.clusterconfig.azure.com"
+EXTENSION_CONFIG_VERSION = "v1beta1"
+EXTENSION_CONFIG_CRD = "extensionconfigs." + EXTENSION_CONFIG_GROUP
 
 
 class KubeError(RuntimeError):
@@ -139,6 +150,7 @@ class ExtensionInstaller:
         if proc.returncode != 0:
             raise KubeError("helm install of the Kueue chart %s failed: %s" % (version, proc.stderr.strip()[-800:]))
         self.apply_extension_deployment(namespace, version)
+        self.apply_extension_config(release, namespace, version)
         deadline = time.time() + timeout
         while not self.ready(namespace):
             if time.time() > deadline:
@@ -172,6 +184,42 @@ class ExtensionInstaller:
                     "command": ["python", "-m", "tests.emulators.arm.extension_controller"],
                     "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8081}},
                 }]}}}})
+
+    def ensure_extension_config_crd(self) -> None:
+        """The ExtensionConfig CRD, as AKS serves it (kept across extensions: it is the extension manager's)."""
+        k = self.kube
+        crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        if k.get("%s/%s" % (crds, EXTENSION_CONFIG_CRD)) is None:
+            schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+            k.call("POST", crds, {
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": EXTENSION_CONFIG_CRD},
+                "spec": {"group": EXTENSION_CONFIG_GROUP, "scope": "Namespaced",
+                         "names": {"kind": "ExtensionConfig", "listKind": "ExtensionConfigList",
+                                   "plural": "extensionconfigs", "singular": "extensionconfig",
+                                   "shortNames": ["aksec"]},
+                         "versions": [{"name": EXTENSION_CONFIG_VERSION, "served": True, "storage": True,
+                                       "schema": {"openAPIV3Schema": schema}}]}})
+        deadline = time.time() + 60
+        while k.get("/apis/%s/%s/extensionconfigs" % (EXTENSION_CONFIG_GROUP, EXTENSION_CONFIG_VERSION)) is None:
+            if time.time() > deadline:
+                raise KubeError("the CRD %s was not served within 60s" % EXTENSION_CONFIG_CRD)
+            time.sleep(0.5)
+
+    def extension_config_path(self, namespace: str) -> str:
+        return "/apis/%s/%s/namespaces/%s/extensionconfigs" % (EXTENSION_CONFIG_GROUP, EXTENSION_CONFIG_VERSION,
+                                                              namespace)
+
+    def apply_extension_config(self, release: str, namespace: str, version: str) -> None:
+        """The extension manager's record of the instance (spec and status in one object: the emulated CRD has
+        no status subresource)."""
+        self.ensure_extension_config_crd()
+        self.kube.apply(self.extension_config_path(namespace), release, {
+            "apiVersion": "%s/%s" % (EXTENSION_CONFIG_GROUP, EXTENSION_CONFIG_VERSION), "kind": "ExtensionConfig",
+            "metadata": {"name": release, "namespace": namespace},
+            "spec": {"extensionType": EXTENSION_TYPE, "version": version},
+            "status": {"status": "Installed", "extensionState": "Installed",
+                       "helmReleaseStatus": {"lastReleaseStatus": "deployed", "installedChartVersion": version}}})
 
     # ------------------------------------------------------------ uninstall
     def kueue_crds(self) -> list[dict]:
@@ -208,7 +256,8 @@ class ExtensionInstaller:
             k.delete(path)
         for crd in self.kueue_crds():
             k.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + crd["metadata"]["name"])
-        for path in ("/api/v1/namespaces/%s/serviceaccounts/%s" % (namespace, EXTENSION_DEPLOYMENT),
+        for path in ("%s/%s" % (self.extension_config_path(namespace), release),
+                     "/api/v1/namespaces/%s/serviceaccounts/%s" % (namespace, EXTENSION_DEPLOYMENT),
                      "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/" + EXTENSION_DEPLOYMENT,
                      "/apis/rbac.authorization.k8s.io/v1/clusterroles/" + EXTENSION_DEPLOYMENT):
             k.delete(path)
