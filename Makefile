@@ -64,10 +64,15 @@ sanity: venv ## ansible-test sanity (no ignore files) and ansible-lint --profile
 integration: venv toolchain ## Integration and reliability tests on the real local control plane (started if not running)
 	$(VPY) -m pytest tests/integration tests/reliability -q
 
+.PHONY: compat
+compat: venv toolchain ## Unit tests and site/configure/status/uninstall/restore playbooks on ansible-core 2.16 (.venv-compat)
+	hack/compat.sh
+
 .PHONY: test
-test: venv toolchain ## Everything CI runs: sanity + lint, then unit, integration and reliability tests
+test: venv toolchain ## Everything CI runs: sanity + lint, unit, integration and reliability tests, then the 2.16 compat job
 	hack/sanity.sh
 	$(VPY) -m pytest tests/unit tests/integration tests/reliability -q -p no:cacheprovider
+	hack/compat.sh
 
 .PHONY: demo
 demo: venv toolchain ## Start the local cluster and run the main job (playbooks/site.yml) on it

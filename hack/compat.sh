@@ -55,7 +55,9 @@ else
 fi
 # The link is cheap to check and a moved checkout breaks it.
 ln -sfn "$ROOT" "$VENV/collections/ansible_collections/kueueops/aks"
-"$VENV/bin/ansible-playbook" --version | head -1
+# Not `| head -1`: with pipefail, head closing the pipe early fails ansible-playbook (BrokenPipeError).
+version=$("$VENV/bin/ansible-playbook" --version)
+echo "compat: ${version%%$'\n'*}"
 "$VENV/bin/python" - <<'EOF'
 import sys
 from ansible.release import __version__
