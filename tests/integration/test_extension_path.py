@@ -316,6 +316,18 @@ def test_kueue_info_tells_the_extensions_release_from_an_unmanaged_one_without_a
         custom.create_namespaced_custom_object(*EXT_CONFIG[:4], marker)
     assert kueue_info(cluster.kubeconfig)["install_method"] == "extension"
 
+    # The AKS variables set, but naming an extension ARM does not have: refused, saying which ARM name was
+    # looked up and what this cluster's extension records are called (not "set kueue_aks_*", already set).
+    before = snapshot(kube)
+    arm_control.clear_requests()
+    res = run(UNINSTALL, inventory(tmp_path / "wrong-name.yml"),
+              {"kueue_backup_dir": str(dest), "kueue_extension_name": "no-such-extension"})
+    assert res.rc != 0
+    msg = res.result("Refuse to uninstall the managed extension without its AKS cluster")["msg"]
+    assert "ARM has no extension named no-such-extension (kueue_extension_name)" in msg, msg
+    assert "the extension records of this cluster: kueue" in msg and "Set kueue_aks_resource_group" not in msg, msg
+    assert snapshot(kube) == before and arm_writes(arm_control) == [] and not os.path.exists(dest)
+
 
 def test_uninstall_then_restore_with_reinstall_on_the_extension(clean, arm_control, tmp_path):
     kube = clean
