@@ -195,3 +195,26 @@ class EventRecorder:
             except Exception as exc:  # noqa: BLE001 - the API server may be restarting; retry
                 self.errors.append("%s: %r" % (plural, exc))
                 time.sleep(0.2)
+
+
+def reset_kueue(kube, namespaces, timeout: float = 240) -> None:
+    """No managed extension (deleted in the ARM emulator of $AKS_*), no Helm release of Kueue, none of
+    `namespaces`: what the extension-path and secrets tests start and end from. As admin, through the
+    collection's own modules; waits until the Kueue CRDs, kueue-system and `namespaces` are gone."""
+    from kubernetes import client
+
+    from .ansible import run_playbook
+
+    res = run_playbook([{"name": "Reset", "hosts": "local", "gather_facts": False, "tasks": [
+        {"name": "Remove the extension", "kueueops.aks.kueue_extension": {
+            "state": "absent", "resource_group": "{{ lookup('env', 'AKS_RESOURCE_GROUP') }}",
+            "cluster_name": "{{ lookup('env', 'AKS_CLUSTER_NAME') }}", "timeout": 300}},
+        {"name": "Uninstall the Helm release", "kueueops.aks.kueue_helm": {
+            "state": "absent", "delete_namespace": True, "kubeconfig": "{{ kueue_kubeconfig }}"}}]}])
+    assert res.rc == 0, res.stdout[-3000:]
+    delete_namespaces(kube, namespaces, wait=False)
+    core, ext = client.CoreV1Api(kube), client.ApiextensionsV1Api(kube)
+    left = list(namespaces) + ["kueue-system"]
+    wait_for("the Kueue CRDs and the namespaces %s to be gone" % ", ".join(left), lambda: not [
+        c for c in ext.list_custom_resource_definition().items if c.spec.group == "kueue.x-k8s.io"] and not [
+        n for n in core.list_namespace().items if n.metadata.name in left], timeout=timeout)

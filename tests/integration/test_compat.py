@@ -14,7 +14,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import wait_for
+from .kubeutil import delete_namespaces, wait_for
 
 CONFIGURE = os.path.join(REPO, "playbooks", "configure_queues.yml")
 STATUS = os.path.join(REPO, "playbooks", "status.yml")
@@ -40,12 +40,7 @@ def _remove_queue_objects(kube):
                 raise
     core = client.CoreV1Api(kube)
     teams = sorted({o["metadata"]["namespace"] for o in CONFIG if o["metadata"].get("namespace")})
-    for ns in teams:
-        try:
-            core.delete_namespace(ns)
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
+    delete_namespaces(kube, teams, wait=False)
 
     def gone():
         left = [n.metadata.name for n in core.list_namespace().items if n.metadata.name in teams]

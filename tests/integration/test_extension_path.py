@@ -29,7 +29,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import delete_namespaces, helm, live_normalised, queued_job, wait_for, workloads
+from .kubeutil import helm, live_normalised, queued_job, reset_kueue, wait_for, workloads
 
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
     sys.path.insert(0, os.path.join(REPO, ".venv", "collections"))
@@ -123,18 +123,7 @@ def wait_no_workloads(kube):
 
 
 def _reset(kube):
-    """No extension, no Helm release, no team namespaces: the state every test module expects."""
-    res = run_playbook([{"name": "Reset", "hosts": "local", "gather_facts": False, "tasks": [
-        {"name": "Remove the extension", "kueueops.aks.kueue_extension": {
-            "state": "absent", "resource_group": "{{ lookup('env', 'AKS_RESOURCE_GROUP') }}",
-            "cluster_name": "{{ lookup('env', 'AKS_CLUSTER_NAME') }}", "timeout": 300}},
-        {"name": "Uninstall the Helm release", "kueueops.aks.kueue_helm": {
-            "state": "absent", "delete_namespace": True, "kubeconfig": "{{ kueue_kubeconfig }}"}}]}])
-    assert res.rc == 0, res.stdout[-3000:]
-    core = client.CoreV1Api(kube)
-    delete_namespaces(kube, TEAMS, wait=False)
-    wait_for("the team namespaces and the Kueue CRDs to be gone", lambda: not kueue_crds(kube) and not [
-        n for n in core.list_namespace().items if n.metadata.name in TEAMS + ["kueue-system"]], timeout=180)
+    reset_kueue(kube, TEAMS, timeout=240)
 
 
 @pytest.fixture(scope="module")

@@ -46,7 +46,7 @@ from kubernetes import client
 
 from tests.integration.ansible import REPO, run_playbook
 from tests.harness import pki
-from tests.integration.kubeutil import delete_namespaces, wait_for
+from tests.integration.kubeutil import reset_kueue
 from tests.reliability import rbac
 
 BIN = os.path.dirname(sys.executable)
@@ -284,19 +284,7 @@ def _helm_release_present(kube) -> bool:
 
 
 def _reset(kube):
-    """No extension, no Helm release of Kueue, no team namespaces (as admin)."""
-    res = run_playbook([{"name": "Reset", "hosts": "local", "gather_facts": False, "tasks": [
-        {"name": "Remove the extension", "kueueops.aks.kueue_extension": {
-            "state": "absent", "resource_group": "{{ lookup('env', 'AKS_RESOURCE_GROUP') }}",
-            "cluster_name": "{{ lookup('env', 'AKS_CLUSTER_NAME') }}", "timeout": 300}},
-        {"name": "Uninstall the Helm release", "kueueops.aks.kueue_helm": {
-            "state": "absent", "delete_namespace": True, "kubeconfig": "{{ kueue_kubeconfig }}"}}]}])
-    assert res.rc == 0, res.stdout[-3000:]
-    delete_namespaces(kube, TEAMS, wait=False)
-    core, ext = client.CoreV1Api(kube), client.ApiextensionsV1Api(kube)
-    wait_for("the team and Kueue namespaces and the Kueue CRDs to be gone", lambda: not [
-        c for c in ext.list_custom_resource_definition().items if c.spec.group == "kueue.x-k8s.io"] and not [
-        n for n in core.list_namespace().items if n.metadata.name in TEAMS + ["kueue-system"]], timeout=240)
+    reset_kueue(kube, TEAMS, timeout=240)
 
 
 def _token_kubeconfig(cluster, kube, path: str) -> dict:
