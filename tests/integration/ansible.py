@@ -108,3 +108,15 @@ def run_playbook(playbook, extravars: dict | None = None, check: bool = False, d
             data = json.loads(line)
             break
     return Result(proc.returncode, data, proc.stdout, proc.stderr)
+
+
+def aks_inventory(path, **hostvars) -> str:
+    """Write an inventory of one local host for the ARM emulator's AKS cluster (kueue_aks_* from $AKS_*),
+    with `hostvars` added; returns its path."""
+    host = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "kueue_aks_resource_group": "{{ lookup('ansible.builtin.env', 'AKS_RESOURCE_GROUP') }}",
+            "kueue_aks_cluster_name": "{{ lookup('ansible.builtin.env', 'AKS_CLUSTER_NAME') }}"}
+    host.update(hostvars)
+    with open(path, "w") as handle:
+        yaml.safe_dump({"kueue_clusters": {"hosts": {"local": host}}}, handle)
+    return str(path)

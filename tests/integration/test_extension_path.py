@@ -28,7 +28,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from .ansible import REPO, run_playbook
+from .ansible import REPO, aks_inventory as inventory, run_playbook
 from .kubeutil import helm, live_normalised, queued_job, reset_kueue, wait_for, workloads
 
 if os.path.join(REPO, ".venv", "collections") not in sys.path:
@@ -59,22 +59,8 @@ NO_KUBE = {"K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": ""}
 
 
 # ------------------------------------------------------------------ helpers
-def inventory(path, **hostvars):
-    host = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-            "kueue_aks_resource_group": "{{ lookup('ansible.builtin.env', 'AKS_RESOURCE_GROUP') }}",
-            "kueue_aks_cluster_name": "{{ lookup('ansible.builtin.env', 'AKS_CLUSTER_NAME') }}"}
-    host.update(hostvars)
-    with open(path, "w") as handle:
-        yaml.safe_dump({"kueue_clusters": {"hosts": {"local": host}}}, handle)
-    return str(path)
-
-
 def run(playbook, inv, extravars=None, **kw):
     return run_playbook(playbook, extravars=extravars, inventory=inv, env=NO_KUBE, **kw)
-
-
-def arm_writes(ctl):
-    return [(r["method"], r["path"]) for r in ctl.requests() if r["method"] in ("PUT", "PATCH", "DELETE")]
 
 
 def split(objects):
@@ -176,7 +162,7 @@ def test_site_installs_verifies_configures_the_extension_without_leaking_secrets
     verify = first.result("Verify Kueue and the extension are running")
     assert verify["failed_checks"] == []
     assert deployment_ready(kube, "kueue-controller-manager") and deployment_ready(kube, "kueue-extension")
-    assert [m for m, _p in arm_writes(arm_control)] == ["PUT"]
+    assert [m for m, _p in arm_control.writes()] == ["PUT"]
     smoke = first.result("Smoke test")
     checks = {c["name"]: c["ok"] for c in smoke["checks"] if c["name"].startswith("smoke-test/")}
     assert checks == {"smoke-test/" + q: True for q in SMOKE}, smoke["checks"]
@@ -194,7 +180,7 @@ def test_site_installs_verifies_configures_the_extension_without_leaking_secrets
     arm_control.clear_requests()
     second = site_on_extension(inv)
     assert second.rc == 0 and second.changed == 0, second.stdout[-3000:]
-    assert arm_writes(arm_control) == []
+    assert arm_control.writes() == []
 
     # Credentials to a 0600 file instead of a fact (configure_queues entry point, no kubeconfig given).
     dest = tmp_path / "aks.kubeconfig"
@@ -315,7 +301,7 @@ def test_kueue_info_tells_the_extensions_release_from_an_unmanaged_one_without_a
     msg = res.result("Refuse to uninstall the managed extension without its AKS cluster")["msg"]
     assert "ARM has no extension named no-such-extension (kueue_extension_name)" in msg, msg
     assert "the extension records of this cluster: kueue" in msg and "Set kueue_aks_resource_group" not in msg, msg
-    assert snapshot(kube) == before and arm_writes(arm_control) == [] and not os.path.exists(dest)
+    assert snapshot(kube) == before and arm_control.writes() == [] and not os.path.exists(dest)
 
 
 def test_uninstall_then_restore_with_reinstall_on_the_extension(clean, arm_control, tmp_path):
@@ -343,7 +329,7 @@ def test_uninstall_then_restore_with_reinstall_on_the_extension(clean, arm_contr
     assert backup["verified"] is True
     assert {(e["kind"], e["name"]) for e in backup["excluded"]} == AKS_OWNED
     assert sum(backup["counts"].values()) == len(before)
-    assert [m for m, _p in arm_writes(arm_control)] == ["DELETE"] and arm_control.extensions() == []
+    assert [m for m, _p in arm_control.writes()] == ["DELETE"] and arm_control.extensions() == []
     assert not kueue_crds(kube) and deployment_ready(kube, "kueue-extension") is None
     jobs = res.result("List the Jobs with a queue label")
     assert jobs["suspended"] >= 1, jobs
@@ -386,7 +372,7 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
     res = run(MIGRATE, inv, {"kueue_migrate_to": "extension", "kueue_backup_dir": backups})
     assert res.rc != 0
     assert "Automatic" in res.result("Preflight of the managed extension")["msg"]
-    assert arm_writes(arm_control) == [] and helm_release(kube) == release and not os.path.exists(backups)
+    assert arm_control.writes() == [] and helm_release(kube) == release and not os.path.exists(backups)
     assert live_normalised(kube, PLURALS) == before
     arm_control.reset()
 
@@ -396,7 +382,7 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
     # An OSS release named like the extension (kueue), without AKS's ExtensionConfig: helm, not the extension.
     assert res.result("Detect the install method")["install_method"] == "helm"
     assert res.result("Detect the install method")["extension_release"] is None
-    assert [m for m, _p in arm_writes(arm_control)] == ["PUT"]
+    assert [m for m, _p in arm_control.writes()] == ["PUT"]
     assert deployment_ready(kube, "kueue-extension")
     assert res.result("Verify Kueue after the restore")["failed_checks"] == []
     mine, aks = split(live_normalised(kube, PLURALS))
@@ -408,12 +394,12 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
     res = run(MIGRATE, inv, {"kueue_migrate_to": "extension", "kueue_backup_dir": backups})
     assert res.rc != 0
     assert "already installed as the AKS managed extension" in res.result("Refuse a cluster already on")["msg"]
-    assert arm_writes(arm_control) == []
+    assert arm_control.writes() == []
 
     # Extension -> Helm: the aks- objects come along as ordinary objects (queues may reference them).
     res = run(MIGRATE, inv, {"kueue_migrate_to": "helm", "kueue_backup_dir": backups})
     assert res.rc == 0, res.stdout[-5000:]
-    assert [m for m, _p in arm_writes(arm_control)] == ["DELETE"] and arm_control.extensions() == []
+    assert [m for m, _p in arm_control.writes()] == ["DELETE"] and arm_control.extensions() == []
     assert deployment_ready(kube, "kueue-extension") is None and deployment_ready(kube, "kueue-controller-manager")
     assert helm_release(kube)[-1][1] == "deployed"
     assert res.result("Verify Kueue after the restore")["failed_checks"] == []

@@ -42,7 +42,7 @@ def run(args, check=False, diff=False, env=None, **kw):
 
 
 def writes(ctl):
-    return [r for r in ctl.requests() if r["method"] in ("PUT", "PATCH", "DELETE") and "/extensions/" in r["path"]]
+    return ctl.writes(path="/extensions/")
 
 
 def deployments_ready(kube, namespace="kueue-system"):
@@ -102,7 +102,7 @@ def test_install_idempotent_check_diff_settings_credentials_uninstall(cluster, k
     assert props["extensionType"] == "microsoft.kueue" and props["releaseTrain"].lower() == "preview"
     assert props["currentVersion"] and props["autoUpgradeMinorVersion"] is True
     assert props["scope"] == {"cluster": {"releaseNamespace": "kueue-system"}}
-    assert [r["method"] for r in writes(ctl)] == ["PUT"]
+    assert [m for m, _p in writes(ctl)] == ["PUT"]
     ready = deployments_ready(kube)
     assert ready["kueue-controller-manager"] >= 1 and ready["kueue-extension"] >= 1, ready
     assert PROTECTED not in first.stdout + first.stderr
@@ -125,7 +125,7 @@ def test_install_idempotent_check_diff_settings_credentials_uninstall(cluster, k
     fixed = run(base)
     assert fixed.rc == 0 and fixed.result("Manage the Kueue extension")["operation"] == "none"
     assert stat.S_IMODE(os.stat(dest).st_mode) == 0o600 and open(dest).read() != "stale"
-    assert [r["method"] for r in writes(ctl)] == ["PUT"]
+    assert [m for m, _p in writes(ctl)] == ["PUT"]
 
     # 3. Second run: changed=0, nothing written (protected settings are not re-sent: on_create).
     #    (kubeconfig_dest's own idempotence: test_kubeconfig_file_is_rewritten_only_when_it_differs.)
@@ -151,14 +151,14 @@ def test_install_idempotent_check_diff_settings_credentials_uninstall(cluster, k
     assert res["operation"] == "updated"
     assert res["extension"]["properties"]["configurationSettings"] == {"controllerManager.replicas": "1",
                                                                         "kueueops.example": "true"}
-    assert [r["method"] for r in writes(ctl)] == ["PATCH"]
+    assert [m for m, _p in writes(ctl)] == ["PATCH"]
     assert run(settings).changed == 0
 
     # 5. Rotating a protected setting: update_protected_settings=always sends it (and says so).
     ctl.clear_requests()
     rotate = run(dict(settings, update_protected_settings="always"), diff=True)
     assert rotate.rc == 0 and rotate.changed == 1, rotate.stdout[-3000:]
-    assert [r["method"] for r in writes(ctl)] == ["PATCH"]
+    assert [m for m, _p in writes(ctl)] == ["PATCH"]
     assert PROTECTED not in rotate.stdout + rotate.stderr
 
     # 6. Absent: check mode deletes nothing; then the extension and every Kueue object are gone.
@@ -170,7 +170,7 @@ def test_install_idempotent_check_diff_settings_credentials_uninstall(cluster, k
     res = gone.result("Manage the Kueue extension")
     assert res["operation"] == "deleted"
     assert any("every Kueue custom resource" in w for w in res.get("warnings", []))
-    assert [r["method"] for r in writes(ctl)] == ["DELETE"]
+    assert [m for m, _p in writes(ctl)] == ["DELETE"]
     ready = deployments_ready(kube)
     assert ready == {"kueue-controller-manager": None, "kueue-extension": None}, ready
     wait_for("the Kueue CRDs to be gone", lambda: kueue_crds(kube) == [], timeout=120)
@@ -200,7 +200,7 @@ def test_pinned_version_then_release_train(cluster, kube, arm, no_extension):
     assert res["diff"]["before"]["version"] == previous and res["diff"]["after"]["version"] is None
     props = res["extension"]["properties"]
     assert props["autoUpgradeMinorVersion"] is True and props["currentVersion"] == newest
-    assert [r["method"] for r in writes(ctl)] == ["PATCH"]
+    assert [m for m, _p in writes(ctl)] == ["PATCH"]
     assert run(ext_args()).changed == 0
 
 

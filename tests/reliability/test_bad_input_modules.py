@@ -383,11 +383,6 @@ def _fill(value, subst):
     return value
 
 
-def _arm_writes(ctl):
-    return [r for r in ctl.requests() if r["method"] in ("PUT", "PATCH", "DELETE", "POST")
-            and "/extensions" in r["path"]]
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_fails_safely(case, corpus, request, tmp_path):
     kube = corpus["kube"]
@@ -409,7 +404,7 @@ def test_bad_input_fails_safely(case, corpus, request, tmp_path):
     message = assert_fails_safely(case, result, kube, before)
     assert "s3cret-corpus" not in result.stdout + result.stderr, "a secret reached the output"
     if ctl is not None:
-        written = _arm_writes(ctl)
+        written = ctl.writes(path="/extensions", methods=("PUT", "PATCH", "DELETE", "POST"))
         if written:  # leave no extension behind for the next case, then report
             run_playbook([{"name": "cleanup", "hosts": "local", "gather_facts": False, "tasks": [
                 {"kueueops.aks.kueue_extension": ext_args(state="absent", force_delete=True, timeout=300)}]}],

@@ -25,7 +25,7 @@ import sys
 import pytest
 import yaml
 
-from tests.integration.ansible import REPO, VENV_BIN, run_playbook
+from tests.integration.ansible import REPO, VENV_BIN, aks_inventory, run_playbook
 from tests.integration.kubeutil import delete_namespaces, wait_for
 
 from . import rbac
@@ -301,19 +301,9 @@ def _fill(value, ctx: dict):
 
 
 def _extension_inventory(path, host_overrides: dict) -> str:
-    host = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-            "kueue_install_method": "extension",
-            "kueue_kubeconfig": "{{ lookup('ansible.builtin.env', 'KUBECONFIG') }}",
-            "kueue_aks_resource_group": "{{ lookup('ansible.builtin.env', 'AKS_RESOURCE_GROUP') }}",
-            "kueue_aks_cluster_name": "{{ lookup('ansible.builtin.env', 'AKS_CLUSTER_NAME') }}"}
-    host.update(host_overrides)
-    with open(path, "w") as handle:
-        yaml.safe_dump({"kueue_clusters": {"hosts": {"local": host}}}, handle)
-    return str(path)
-
-
-def _arm_writes(ctl) -> list:
-    return [(r["method"], r["path"]) for r in ctl.requests() if r["method"] in ("PUT", "PATCH", "DELETE")]
+    return aks_inventory(path, **dict({"kueue_install_method": "extension",
+                                       "kueue_kubeconfig": "{{ lookup('ansible.builtin.env', 'KUBECONFIG') }}"},
+                                      **host_overrides))
 
 
 def _aks_flavor(kube):
@@ -366,7 +356,7 @@ def test_bad_input_fails_safely(case, setup, request, tmp_path):
         filled = Case(case.id, case.entry, _fill(case.names, ctx), _fill(case.fix, ctx), case.data)
         message = assert_fails_safely(filled, result, kube, before)
         if ctl is not None:
-            assert _arm_writes(ctl) == [], "%s wrote to ARM: %s" % (case.id, _arm_writes(ctl))
+            assert ctl.writes() == [], "%s wrote to ARM: %s" % (case.id, ctl.writes())
         if os.environ.get("KUEUEOPS_SHOW_MESSAGES"):
             sys.stderr.write("\n[%s] %s\n" % (case.id, message))
     finally:

@@ -61,6 +61,11 @@ class Control:
         return [r for r in items if (not method or r["method"] == method.upper())
                 and (not path or path.lower() in r["path"].lower())]
 
+    def writes(self, path: str | None = None, methods=("PUT", "PATCH", "DELETE")) -> list[tuple]:
+        """(method, path) of the requests since the last reset that would change something in ARM
+        (``methods``), optionally only those whose path contains ``path``."""
+        return [(r["method"], r["path"]) for r in self.requests(path=path) if r["method"] in methods]
+
     def clear_requests(self) -> None:
         self.call("DELETE", "requests")
 
