@@ -438,6 +438,9 @@ class Cluster:
         from tests.emulators.arm.emulator import ArmEmulator  # it runs beside this cluster and needs it
         if ArmEmulator(self.folder).down():
             log("stopped the ARM emulator of %s" % self.folder)
+        # What is running now, from the state file: another handle (a second fixture instance, the CLI) may
+        # have restarted a process since this one loaded it (start_apiserver records the new pid there).
+        self.state = self._load() or self.state
         procs = self.state.get("processes") or {}
         # The agent first: it stops the Kueue managers it started.
         order = ["agent", "kube-controller-manager", "registry", "kube-apiserver", "etcd"]

@@ -211,3 +211,43 @@ def test_kueue_chart_end_to_end(cluster, kube, helm_major):
     assert left == []
     custom_groups = [g.name for g in client.ApisApi(kube).get_api_versions().groups]
     assert GROUP not in custom_groups
+
+
+def _processes_of(folder: str) -> list:
+    """PIDs of live processes whose command line mentions `folder` (the harness passes it to each)."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            with open("/proc/%s/stat" % pid) as handle:
+                zombie = handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            continue
+        if folder in cmdline and not zombie and int(pid) != os.getpid():
+            pids.append(int(pid))
+    return pids
+
+
+def test_down_stops_an_apiserver_another_handle_restarted(tmp_path):
+    """Two handles on one cluster (the integration and reliability fixtures are two, and the CLI is
+    another): when one restarts kube-apiserver (a fault drill), `down` through the other still stops it
+    (it reads the pids from the state file, not from what it loaded at start)."""
+    from tests.harness.cluster import Cluster
+
+    folder = str(tmp_path / "two-handles")
+    first = Cluster(folder)
+    first.up()
+    try:
+        second = Cluster(folder)
+        old = second.state["processes"]["kube-apiserver"]["pid"]
+        second.stop_apiserver()
+        second.start_apiserver()
+        assert second.state["processes"]["kube-apiserver"]["pid"] != old
+        assert first.healthy()
+    finally:
+        first.down()
+    left = _processes_of(folder)
+    for pid in left:  # do not leak them into the rest of the session, then fail
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "processes of %s still running after down: %s" % (folder, left)
