@@ -20,7 +20,7 @@ import os
 import re
 import tempfile
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, namespace_name_error
 
 try:
     from azure.core.exceptions import (
@@ -59,7 +59,6 @@ EXTENSION_DEPLOYMENT = 'kueue-extension'
 _NAME_RE = re.compile(r'^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$')
 # The release trains of AKS cluster extensions (ARM refuses any other, case-insensitively).
 RELEASE_TRAINS = ('stable', 'preview')
-_NAMESPACE_RE = re.compile(r'^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$')
 _VERSION_RE = re.compile(r'^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$')
 _K8S_VERSION_RE = re.compile(r'^v?(\d+)\.(\d+)')
 
@@ -100,10 +99,9 @@ def validate_params(params):
         raise KueueOpsError('%r is not a valid extension name' % name, field='name',
                             fix='use lowercase letters, digits, "-" and "." (at most 253 characters), '
                                 'for example the default kueue')
-    namespace = params.get('release_namespace') or ''
-    if not _NAMESPACE_RE.match(namespace):
-        raise KueueOpsError('%r is not a valid namespace name' % namespace, field='release_namespace',
-                            fix='use a DNS label (lowercase letters, digits and "-", at most 63 characters)')
+    problem = namespace_name_error(params.get('release_namespace') or '', 'release_namespace')
+    if problem is not None:
+        raise problem
     version = params.get('version')
     if version is not None and not _VERSION_RE.match(str(version).strip()):
         raise KueueOpsError('%r is not a version of the extension' % version, field='version',

@@ -279,7 +279,7 @@ CASES = [
     Case("extension-version-malformed", "kueue_extension", ["version", "latest"], ["exact version"],
          {"args": ext_args(version="latest", preflight=False)}),
     Case("extension-release-namespace-invalid", "kueue_extension", ["release_namespace", "Kueue System"],
-         ["DNS label"], {"args": ext_args(release_namespace="Kueue System", preflight=False)}),
+         ["DNS-1123 label"], {"args": ext_args(release_namespace="Kueue System", preflight=False)}),
     Case("extension-timeout-zero", "kueue_extension", ["timeout"], ["for example 900"],
          {"args": ext_args(timeout=0, preflight=False)}),
     Case("extension-upgrade-none-without-version", "kueue_extension", ["auto_upgrade_mode", "version"],
