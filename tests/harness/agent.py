@@ -279,6 +279,8 @@ class Manager:
     def ready(self) -> bool:
         if not self.proc or self.proc.poll() is not None:
             return False
+        if any(addr not in self.agent.proxies for addr in self.ports):
+            return False  # a Service address of this Pod does not listen (yet): not an endpoint
         try:
             with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.health_port, timeout=1) as resp:
                 return resp.status == 200
@@ -425,7 +427,15 @@ class ServiceProxy:
                 s.close()
 
     def close(self):
+        """Stop listening now. shutdown() first: a bare close() while the accept thread blocks in
+        accept() leaves the kernel socket listening (that syscall holds it) until one more connection
+        arrives, so a new proxy for the same address (a Service recreated with the same ClusterIP)
+        could not bind, and that connection went to the old one."""
         self.closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
 
 
@@ -524,6 +534,7 @@ class Agent:
         self.bind_new_pods()
         pods = self.api.get("/api/v1/pods?fieldSelector=" + urllib.parse.quote("spec.nodeName=" + NODE)) or {"items": []}
         seen = set()
+        running = []
         for pod in pods["items"]:
             uid = pod["metadata"]["uid"]
             seen.add(uid)
@@ -543,11 +554,15 @@ class Agent:
             if not mgr:
                 mgr = self.managers[uid] = runner(self, pod)
             mgr.ensure_running(pod)
-            mgr.report(pod)
+            running.append((mgr, pod))
         for uid in list(self.managers):
             if uid not in seen:
                 self.managers.pop(uid).stop()
+        # The Services' addresses listen before any Pod is reported Ready: a client that waits
+        # for the Deployment to be ready then finds its webhook answering, as with kube-proxy's rules.
         self.sync_proxies()
+        for mgr, pod in running:
+            mgr.report(pod)
         self.fixups()
 
     def backend_for(self, addr):

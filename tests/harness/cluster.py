@@ -102,6 +102,13 @@ def stop_pid(pid: int, marker: str | None, timeout: float = 15.0) -> None:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
+    # Gone when this returns: a caller that starts the process again next (start_apiserver after a
+    # slow graceful shutdown) would otherwise find it still alive for a moment after the SIGKILL.
+    deadline = time.time() + 10
+    while pid_alive(pid, marker) and time.time() < deadline:
+        time.sleep(0.05)
+    if pid_alive(pid, marker):
+        raise HarnessError("pid %d (%s) survived SIGKILL for 10s" % (pid, marker))
 
 
 class Cluster:

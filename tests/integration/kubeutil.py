@@ -197,20 +197,22 @@ class EventRecorder:
                 time.sleep(0.2)
 
 
-def reset_kueue(kube, namespaces, timeout: float = 240) -> None:
-    """No managed extension (deleted in the ARM emulator of $AKS_*), no Helm release of Kueue, none of
-    `namespaces`: what the extension-path and secrets tests start and end from. As admin, through the
-    collection's own modules; waits until the Kueue CRDs, kueue-system and `namespaces` are gone."""
+def reset_kueue(kube, namespaces, timeout: float = 240, extension: bool = True) -> None:
+    """No managed extension (deleted in the ARM emulator of $AKS_*; skipped with extension=False, for
+    tests without the emulator), no Helm release of Kueue, none of `namespaces`: what the extension-path
+    and secrets tests start and end from, and what a failed harness test leaves behind for the next.
+    As admin, through the collection's own modules (kueue_helm state=absent clears the finalizers of
+    queues left over); waits until the Kueue CRDs, kueue-system and `namespaces` are gone."""
     from kubernetes import client
 
     from .ansible import run_playbook
 
-    res = run_playbook([{"name": "Reset", "hosts": "local", "gather_facts": False, "tasks": [
-        {"name": "Remove the extension", "kueueops.aks.kueue_extension": {
-            "state": "absent", "resource_group": "{{ lookup('env', 'AKS_RESOURCE_GROUP') }}",
-            "cluster_name": "{{ lookup('env', 'AKS_CLUSTER_NAME') }}", "timeout": 300}},
-        {"name": "Uninstall the Helm release", "kueueops.aks.kueue_helm": {
-            "state": "absent", "delete_namespace": True, "kubeconfig": "{{ kueue_kubeconfig }}"}}]}])
+    tasks = [{"name": "Remove the extension", "kueueops.aks.kueue_extension": {
+        "state": "absent", "resource_group": "{{ lookup('env', 'AKS_RESOURCE_GROUP') }}",
+        "cluster_name": "{{ lookup('env', 'AKS_CLUSTER_NAME') }}", "timeout": 300}}] if extension else []
+    tasks.append({"name": "Uninstall the Helm release", "kueueops.aks.kueue_helm": {
+        "state": "absent", "delete_namespace": True, "kubeconfig": "{{ kueue_kubeconfig }}"}})
+    res = run_playbook([{"name": "Reset", "hosts": "local", "gather_facts": False, "tasks": tasks}])
     assert res.rc == 0, res.stdout[-3000:]
     delete_namespaces(kube, namespaces, wait=False)
     core, ext = client.CoreV1Api(kube), client.ApiextensionsV1Api(kube)

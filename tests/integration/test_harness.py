@@ -14,7 +14,7 @@ import time
 import pytest
 from kubernetes import client
 
-from .kubeutil import condition, helm, wait_for
+from .kubeutil import condition, helm, reset_kueue, wait_for
 
 GROUP = "kueue.x-k8s.io"
 KUEUE_CRDS = {
@@ -116,12 +116,22 @@ def test_kueue_chart_end_to_end(cluster, kube, helm_major):
     binary = os.environ["HELM_V3"] if helm_major == "v3" else os.environ["HELM_V4"]
     ns = "kueue-system"
     version = cluster.state["chart_versions"][0]
+    helm(cluster, binary, "install", "kueue", cluster.chart_ref, "--version", version, "--plain-http",
+         "--namespace", ns, "--create-namespace")
+    job_ns = "team-a-" + helm_major
+    try:
+        _chart_end_to_end(cluster, kube, binary, ns, job_ns)
+    except BaseException:
+        # Leave the cluster as the next test expects it (no Kueue): the modules after this one
+        # would otherwise find this release and fail for it.
+        reset_kueue(kube, [job_ns], extension=False)
+        raise
+
+
+def _chart_end_to_end(cluster, kube, binary, ns, job_ns):
     apps, core = client.AppsV1Api(kube), client.CoreV1Api(kube)
     custom, batch = client.CustomObjectsApi(kube), client.BatchV1Api(kube)
     ext = client.ApiextensionsV1Api(kube)
-
-    helm(cluster, binary, "install", "kueue", cluster.chart_ref, "--version", version, "--plain-http",
-         "--namespace", ns, "--create-namespace")
 
     def deployment_ready():
         dep = apps.read_namespaced_deployment("kueue-controller-manager", ns)
@@ -136,7 +146,6 @@ def test_kueue_chart_end_to_end(cluster, kube, helm_major):
         any(c.type == "Available" and c.status == "True" for c in a.status.conditions or [])
         for a in client.ApiregistrationV1Api(kube).list_api_service().items if "visibility" in a.metadata.name))
 
-    job_ns = "team-a-" + helm_major
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=job_ns)))
     api_version = GROUP + "/v1beta2"
     custom.create_cluster_custom_object(GROUP, "v1beta2", "resourceflavors", {
@@ -251,3 +260,33 @@ def test_down_stops_an_apiserver_another_handle_restarted(tmp_path):
     for pid in left:  # do not leak them into the rest of the session, then fail
         os.kill(pid, signal.SIGKILL)
     assert left == [], "processes of %s still running after down: %s" % (folder, left)
+
+
+def test_service_proxy_address_is_free_as_soon_as_it_is_closed():
+    """A Service recreated with the ClusterIP:port of a deleted one (the /24 makes that common over a
+    suite) gets a new proxy at once: the closed one no longer listens nor takes its connections.
+    (Before the fix, close() left the kernel socket listening under the blocked accept(), the new
+    proxy could not bind, and a webhook call was refused: the CI failure of session 3.)"""
+    import socket
+
+    from tests.harness.agent import ServiceProxy, free_port
+
+    addr = ("127.0.0.1", free_port())
+    old = ServiceProxy(addr, lambda: None)
+    time.sleep(0.2)  # its accept thread is blocked in accept()
+    old.close()
+    backend = socket.socket()
+    backend.bind(("127.0.0.1", 0))
+    backend.listen(1)
+    new = ServiceProxy(addr, lambda: backend.getsockname()[1])  # raises EADDRINUSE without the fix
+    try:
+        with socket.create_connection(addr, timeout=5) as conn:
+            conn.sendall(b"ping")
+            backend.settimeout(5)
+            upstream, _ = backend.accept()
+            with upstream:
+                upstream.settimeout(5)
+                assert upstream.recv(4) == b"ping"  # reached through the new proxy
+    finally:
+        new.close()
+        backend.close()
