@@ -19,6 +19,7 @@ import copy
 import os
 import re
 import tempfile
+import urllib.parse
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, namespace_name_error
 
@@ -394,6 +395,49 @@ def preflight_cluster(cluster, release_train='preview'):
                         'versions and settings may change; check the AKS documentation before relying on it'
                         % (cluster.get('location') or 'an unknown region'))
     return failures, warnings, facts
+
+
+# ExtensionTypes_ClusterListVersions (Microsoft.KubernetesConfiguration/extensionTypes, stable 2026-04-01): the
+# versions of an extension type that ARM offers to one cluster, by release train. No SDK for this API ships in the
+# stable azure-mgmt packages, so the module sends it through the extensions client's pipeline (send_request).
+EXTENSION_TYPES_API_VERSION = '2026-04-01'
+
+
+def extension_type_versions_url(subscription_id, resource_group, cluster_name, extension_type, release_train):
+    quote = urllib.parse.quote
+    return ('/subscriptions/%s/resourceGroups/%s/providers/%s/%s/%s/providers/Microsoft.KubernetesConfiguration/'
+            'extensionTypes/%s/versions?%s' % (
+                quote(subscription_id, safe=''), quote(resource_group, safe=''), CLUSTER_RP, CLUSTER_RESOURCE,
+                quote(cluster_name, safe=''), quote(extension_type, safe=''),
+                urllib.parse.urlencode({'api-version': EXTENSION_TYPES_API_VERSION, 'releaseTrain': release_train})))
+
+
+def offered_versions(pages):
+    """The version strings of ExtensionTypeVersionsList pages (``value[].properties.version``, else the name)."""
+    found = []
+    for page in pages:
+        for item in (page or {}).get('value') or []:
+            version = normalize_version(((item or {}).get('properties') or {}).get('version') or (item or {}).get('name'))
+            if version and version not in found:
+                found.append(version)
+    return found
+
+
+def version_offer_error(params, offered, cluster_name):
+    """A ``KueueOpsError`` when the release train offers no version, or not the pinned one; else None."""
+    train = params.get('release_train')
+    ext_type = params.get('extension_type') or EXTENSION_TYPE
+    if not offered:
+        return KueueOpsError('release train %s offers no version of %s to cluster %s' % (train, ext_type, cluster_name),
+                             field='release_train',
+                             fix='use a release train that offers the extension type to this cluster (%s; see `az '
+                                 'k8s-extension extension-types list-versions-by-cluster`)' % ' or '.join(RELEASE_TRAINS))
+    version = normalize_version(params.get('version'))
+    if version and version not in offered:
+        return KueueOpsError('%s is not a version of %s offered to cluster %s in release train %s (offered: %s)' % (
+            version, ext_type, cluster_name, train, ', '.join(offered)), field='version',
+            fix='pin one of the offered versions, or omit version to follow the release train')
+    return None
 
 
 def unmanaged_kueue(managers, extension_namespaces):

@@ -17,7 +17,10 @@ description:
     managed cluster and fails, with the reason and the fix, when its Kubernetes version is older than 1.34, when it
     is AKS Automatic (C(sku.name) V(Automatic)), when node auto-provisioning is on
     (C(nodeProvisioningProfile.mode) V(Auto); the extension supports only the cluster autoscaler), when it is
-    stopped, or when an unmanaged (open-source) Kueue already runs in any namespace (a C(kueue-controller-manager)
+    stopped, when O(release_train) offers no version of the extension type to the cluster or not the pinned
+    O(version) (checked on create and when the version or the release train changes, with the extension types API
+    C(ExtensionTypes_ClusterListVersions), 2026-04-01; when that list cannot be read, the module warns and ARM checks
+    the version when the extension is written), or when an unmanaged (open-source) Kueue already runs in any namespace (a C(kueue-controller-manager)
     Deployment, or one labelled as the Kueue chart's manager, without the extension's C(kueue-extension) Deployment
     beside it; the extension is a cluster singleton and rejects it). For that last check the module reads the
     cluster's Deployments with the Kubernetes options (O(kubeconfig), O(host), ...) when they point at something
@@ -259,10 +262,13 @@ changes:
 preflight:
   description:
     - The preflight's findings, when it ran (C(ran) false otherwise, for example when nothing had to change).
+    - C(offered_versions) lists the versions of O(extension_type) that ARM offers the cluster in O(release_train),
+      newest first as ARM lists them, when the preflight checked them (on create, or when the version or the
+      release train changes); null when they could not be listed (see the warnings).
   returned: when O(state=present)
   type: dict
   sample: {ran: true, kubernetes_version: 1.34.2, sku: Base, node_provisioning_mode: Manual, location: westeurope,
-           kueue_deployments: []}
+           offered_versions: [0.14.2, 0.14.1], kueue_deployments: []}
 kubeconfig_path:
   description: The path the kubeconfig was written to (or would be, in check mode).
   returned: when O(kubeconfig_dest) is set and O(state=present)
@@ -297,7 +303,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
 )
 
 try:
-    from azure.core.exceptions import AzureError, ResourceNotFoundError
+    from azure.core.exceptions import AzureError, HttpResponseError, ResourceNotFoundError
+    from azure.core.rest import HttpRequest
     from azure.mgmt.containerservice import ContainerServiceClient
     from azure.mgmt.kubernetesconfiguration.extensions import KubernetesConfigurationExtensionsMgmtClient
 except ImportError as exc:
@@ -309,6 +316,9 @@ except ImportError as exc:
 
     class ResourceNotFoundError(AzureError):
         pass
+
+    HttpResponseError = ResourceNotFoundError
+    HttpRequest = None
 else:
     HAS_AZURE_MGMT = True
     AZURE_MGMT_IMPORT_ERROR = None
@@ -339,6 +349,7 @@ class KueueExtension:
         session = build_credential(self.p)
         kwargs = session.client_kwargs()
         kwargs.update(RETRY, polling_interval=POLL_SECONDS)
+        self.subscription_id = session.subscription_id
         self.ext = KubernetesConfigurationExtensionsMgmtClient(session.credential, session.subscription_id, **kwargs)
         self.aks = ContainerServiceClient(session.credential, session.subscription_id, **kwargs)
 
@@ -506,9 +517,37 @@ class KueueExtension:
                                     'preflight=false to skip the checks' % (err.fix or 'check access to the cluster'))
         return sorted('%s/%s' % item for item in managers), x.unmanaged_kueue(managers, extension_ns)
 
-    def preflight(self, cluster):
+    def offered_versions(self):
+        """The versions ARM offers the cluster in release_train (ExtensionTypes_ClusterListVersions, every page);
+        None, with a warning, when they cannot be listed: ARM then checks the version when the extension is written."""
+        p = self.p
+        url = x.extension_type_versions_url(self.subscription_id, p['resource_group'], p['cluster_name'],
+                                            p['extension_type'], p['release_train'])
+        pages = []
+        try:
+            while url and len(pages) < 100:
+                response = self.ext.send_request(HttpRequest('GET', url))
+                if response.status_code != 200:
+                    raise HttpResponseError(response=response)
+                pages.append(response.json())
+                url = pages[-1].get('nextLink')
+        except (AzureError, ValueError) as exc:
+            err = self.azure(exc, 'listing the versions of %s offered to cluster %s' % (p['extension_type'],
+                                                                                        p['cluster_name']))
+            self.warnings.append('preflight: the offered versions were not checked (%s); ARM checks the version when '
+                                 'the extension is written' % err.problem)
+            return None
+        return x.offered_versions(pages)
+
+    def preflight(self, cluster, check_versions=False):
         failures, warnings, facts = x.preflight_cluster(cluster, self.p['release_train'])
         self.warnings.extend(warnings)
+        if check_versions:
+            facts['offered_versions'] = self.offered_versions()
+            if facts['offered_versions'] is not None:
+                offer = x.version_offer_error(self.p, facts['offered_versions'], self.p['cluster_name'])
+                if offer:
+                    failures.append(offer)
         if failures:
             raise KueueOpsError('preflight failed: ' + ' '.join(
                 '(%d) %s' % (idx + 1, err.message()) for idx, err in enumerate(failures)),
@@ -591,7 +630,8 @@ class KueueExtension:
             if diff:
                 result['diff'] = diff
             if p['preflight']:
-                result['preflight'] = self.preflight(cluster)
+                result['preflight'] = self.preflight(cluster, check_versions=operation == 'created' or bool(
+                    set(changes) & set(['version', 'release_train'])))
             if not self.module.check_mode:
                 current = self.write(operation, current, changes)
         elif p['wait'] and not self.module.check_mode and not x.is_ready(current):

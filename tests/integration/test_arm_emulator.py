@@ -140,6 +140,50 @@ def test_validation_and_api_versions(azure, arm_control):
     assert not arm_control.extensions()
 
 
+def test_extension_type_versions_through_the_generated_client(arm, azure, arm_control):
+    """ExtensionTypes_ClusterListVersions / _ClusterGetVersion as the generated client of the extension types API
+    (azure-mgmt-kubernetesconfiguration-extensiontypes, 2024-11-01-preview) sends and deserializes them."""
+    from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+    from azure.identity import ClientSecretCredential
+    from azure.mgmt.kubernetesconfiguration.extensiontypes import KubernetesConfigurationExtensionTypesMgmtClient
+
+    env = arm.env()
+    cred = ClientSecretCredential(env["AZURE_TENANT"], env["AZURE_CLIENT_ID"], env["AZURE_SECRET"], authority=arm.url,
+                                  disable_instance_discovery=True, connection_verify=arm.ca_path)
+    types = KubernetesConfigurationExtensionTypesMgmtClient(
+        cred, env["AZURE_SUBSCRIPTION_ID"], base_url=arm.url, credential_scopes=[arm.url + "/.default"],
+        connection_verify=arm.ca_path).extension_types
+    where = (azure["rg"], RP, TYPE, azure["cluster"], "microsoft.kueue")
+    charts = os.environ["KUEUE_CHART_VERSIONS"].split()  # newest first
+    listed = list(types.cluster_list_versions(*where, release_train="preview"))
+    assert [v.properties.version for v in listed] == charts
+    first = listed[0]
+    assert first.name == charts[0] and first.type == "Microsoft.KubernetesConfiguration/extensionTypes/versions"
+    assert first.id.lower().endswith("/managedclusters/%s/providers/microsoft.kubernetesconfiguration/extensiontypes/"
+                                     "microsoft.kueue/versions/%s" % (azure["cluster"].lower(), charts[0]))
+    unsupported = first.properties.unsupported_kubernetes_versions.managed_cluster[0]
+    assert unsupported.distributions == ["AKS"] and unsupported.unsupported_versions == ["<1.34"]
+    assert [v.properties.version for v in types.cluster_list_versions(*where, show_latest=True)] == charts[:1]
+    major = charts[-1].split(".")[0]
+    assert [v.properties.version for v in types.cluster_list_versions(*where, major_version=major)] == \
+        [c for c in charts if c.split(".")[0] == major]
+    assert types.cluster_get_version(*where, charts[-1]).properties.version == charts[-1]
+
+    arm_control.offers({"stable": []})
+    assert list(types.cluster_list_versions(*where)) == []  # the default train is stable
+    with pytest.raises(ResourceNotFoundError):
+        types.cluster_get_version(*where, charts[0])          # not offered in stable now
+    with pytest.raises(ResourceNotFoundError):
+        list(types.cluster_list_versions(*where[:-1], "microsoft.flux"))
+    # Installs honour the same offer: a stable-train extension has no version to install.
+    poller = azure["ext"].extensions.begin_create(*ext_args(azure), {"properties": {
+        "extensionType": "microsoft.kueue", "releaseTrain": "stable"}})
+    with pytest.raises(HttpResponseError):
+        poller.result()
+    ext = azure["ext"].extensions.get(*ext_args(azure))
+    assert ext.provisioning_state == "Failed" and "Release train 'stable' offers no version" in ext.error_info.message
+
+
 def test_extension_lifecycle(cluster, kube, azure, arm_control):
     """Create -> Kueue really runs (both Deployments ready, aks-* objects, webhooks) -> get/list
     (with 429s and 500s retried) -> update -> delete: every Kueue object and CRD gone, the Job left."""

@@ -183,6 +183,9 @@ def test_pinned_version_then_release_train(cluster, kube, arm, no_extension):
     pinned = ext_args(version="v" + previous)
     first = run(pinned)
     assert first.rc == 0, first.stdout[-3000:]
+    # The preflight read what the release train offers the cluster (ExtensionTypes_ClusterListVersions).
+    assert first.result("Manage the Kueue extension")["preflight"]["offered_versions"] == \
+        os.environ["KUEUE_CHART_VERSIONS"].split()
     props = first.result("Manage the Kueue extension")["extension"]["properties"]
     # A pin is sent with autoUpgradeMinorVersion=false (the API refuses a version otherwise), mode none.
     assert props["version"] == previous and props["currentVersion"] == previous
@@ -202,6 +205,44 @@ def test_pinned_version_then_release_train(cluster, kube, arm, no_extension):
     assert props["autoUpgradeMinorVersion"] is True and props["currentVersion"] == newest
     assert [m for m, _p in writes(ctl)] == ["PATCH"]
     assert run(ext_args()).changed == 0
+
+
+def test_version_the_train_does_not_offer_fails_before_any_write(arm, no_extension):
+    """A well-formed version that ARM does not offer the cluster, or a release train offering nothing, fails in
+    the preflight (check mode too), naming the option and what is offered; nothing is written to ARM."""
+    ctl = no_extension
+    newest, previous = os.environ["KUEUE_CHART_VERSIONS"].split()[:2]
+    ctl.offers({"preview": [previous], "stable": []})
+    for check in (True, False):
+        res = run(ext_args(version=newest), check=check)
+        assert res.rc != 0, res.stdout[-3000:]
+        msg = res.failure_messages()[0]
+        assert msg.startswith("version: ") and "%s is not a version of microsoft.kueue offered" % newest in msg, msg
+        assert "release train preview (offered: %s)" % previous in msg and "omit version" in msg, msg
+    res = run(ext_args(release_train="stable"))
+    assert res.rc != 0
+    msg = res.failure_messages()[0]
+    assert msg.startswith("release_train: ") and "release train stable offers no version" in msg, msg
+    assert writes(ctl) == []
+    assert len(ctl.requests(method="GET", path="/extensionTypes/microsoft.kueue/versions")) == 3
+    # What the train offers installs.
+    ok = run(ext_args(version=previous, preflight=True))
+    assert ok.rc == 0, ok.stdout[-3000:]
+    assert ok.result("Manage the Kueue extension")["preflight"]["offered_versions"] == [previous]
+
+
+def test_unreadable_offered_versions_warn_and_leave_the_version_to_arm(arm, no_extension):
+    """Without permission to read extension types (a custom role), the preflight warns, with ARM's reason, and
+    goes on: ARM still checks the version when the extension is written."""
+    ctl = no_extension
+    ctl.fault(403, count=1, path="/extensionTypes/")
+    res = run(ext_args(), check=True)
+    assert res.rc == 0, res.stdout[-3000:]
+    result = res.result("Manage the Kueue extension")
+    assert result["changed"] and result["preflight"]["offered_versions"] is None
+    warning = [w for w in result.get("warnings", []) if "offered versions were not checked" in w]
+    assert warning and "AuthorizationFailed" in warning[0] and "extensionTypes/versions/read" in warning[0], warning
+    assert writes(ctl) == []
 
 
 def test_kubeconfig_file_is_rewritten_only_when_it_differs(arm, no_extension, tmp_path):

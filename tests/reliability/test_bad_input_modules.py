@@ -278,6 +278,10 @@ CASES = [
          {"args": ext_args(release_train=" ", preflight=False)}),
     Case("extension-version-malformed", "kueue_extension", ["version", "latest"], ["exact version"],
          {"args": ext_args(version="latest", preflight=False)}),
+    # Well-formed but not offered: the preflight lists what the release train offers (before its Kubernetes check,
+    # which would refuse this cluster's Helm Kueue).
+    Case("extension-version-not-offered", "kueue_extension", ["version", "0.1.0", "offered: "], ["omit version"],
+         {"args": ext_args(version="0.1.0")}),
     Case("extension-release-namespace-invalid", "kueue_extension", ["release_namespace", "Kueue System"],
          ["DNS-1123 label"], {"args": ext_args(release_namespace="Kueue System", preflight=False)}),
     Case("extension-timeout-zero", "kueue_extension", ["timeout"], ["for example 900"],

@@ -41,7 +41,7 @@ class Control:
     def fault(self, status: int, count: int = 1, method: str | None = None, path: str | None = None,
               retry_after: int = 1) -> dict:
         """Answer the next `count` ARM requests matching `method` and a `path` substring with `status`
-        (429 carries Retry-After: `retry_after`)."""
+        (429 carries Retry-After: `retry_after`; 403 is ARM's AuthorizationFailed for the request's action)."""
         return self.call("POST", "faults", {"status": status, "count": count, "method": method, "path": path,
                                             "retry_after": retry_after})
 
@@ -49,6 +49,11 @@ class Control:
         """Every following extension operation waits `delay_seconds` first; with `fail`
         ({"code", "message"}), creates and updates end Failed with that errorInfo."""
         return self.call("POST", "provisioning", {"delay_seconds": delay_seconds, "fail": fail})
+
+    def offers(self, trains: dict) -> dict:
+        """Narrow the versions of microsoft.kueue each release train offers ({"stable": []}: none), for both the
+        extension types API and installs; reset() offers every local chart version in both trains again."""
+        return self.call("POST", "offers", trains)
 
     def cluster(self, **properties) -> dict:
         """Merge `properties` into the managed cluster's properties (kubernetesVersion,

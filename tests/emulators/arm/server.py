@@ -32,6 +32,9 @@ EXTENSION_API_VERSIONS = ("2022-11-01", "2023-05-01", "2024-11-01", "2025-03-01"
 CLUSTER_API_VERSIONS = ("2024-09-01", "2024-10-01", "2025-01-01", "2025-02-01", "2025-03-01", "2025-04-01",
                         "2025-05-01", "2025-06-01", "2025-07-01", "2025-08-01", "2025-09-01", "2025-10-01",
                         "2026-01-01", "2026-02-01", "2026-08-01")
+# Microsoft.KubernetesConfiguration/extensionTypes: ExtensionTypes_ClusterListVersions and _ClusterGetVersion
+# (the 2024-11-01-preview of azure-mgmt-kubernetesconfiguration-extensiontypes, and the stable 2026-04-01).
+EXTENSION_TYPES_API_VERSIONS = ("2024-11-01-preview", "2026-04-01")
 EXTENSION_TYPE = "microsoft.kueue"
 DEFAULT_NAMESPACE = "kueue-system"
 RELEASE_TRAINS = ("stable", "preview")
@@ -96,6 +99,7 @@ class Emulator:
         self.operations: dict[str, dict] = {}    # operation id -> status resource
         self.faults: list[dict] = []
         self.provisioning = {"delay_seconds": 0.0, "fail": None}
+        self.offers: dict[str, list] = {}  # release train -> versions offered, when a test narrows them
         self.requests: list[dict] = []
         self.busy: dict[str, threading.Thread] = {}
         self.issued_credentials: dict[str, str] = {}  # User/Admin -> base64 kubeconfig
@@ -304,6 +308,26 @@ class Emulator:
                 op["status"] = "Succeeded"
                 log("extension %s Succeeded (Kueue %s)" % (rec["name"], props["currentVersion"]))
 
+    def offered(self, train: str | None) -> list[str]:
+        """The versions of microsoft.kueue offered in release train `train` (ARM's default: stable), newest
+        first: every Kueue chart version of the local registry in both trains, unless a test narrowed them."""
+        train = (train or "stable").lower()
+        if train not in RELEASE_TRAINS:
+            return []
+        versions = self.installer.chart_versions()
+        if train in self.offers:
+            return [v for v in versions if v in self.offers[train]]
+        return versions
+
+    def version_resource(self, version: str) -> dict:
+        """ExtensionTypeVersionForReleaseTrain: the version and the Kubernetes versions it does not support."""
+        return {"id": "%s/providers/Microsoft.KubernetesConfiguration/extensionTypes/%s/versions/%s" % (
+                    self.cluster_id(), EXTENSION_TYPE, version),
+                "name": version, "type": "Microsoft.KubernetesConfiguration/extensionTypes/versions",
+                "properties": {"version": version, "supportedClusterTypes": ["managedClusters"],
+                               "unsupportedKubernetesVersions": {"managedCluster": [
+                                   {"distributions": ["AKS"], "unsupportedVersions": ["<1.34"]}]}}}
+
     def install(self, rec: dict) -> dict | None:
         """Install or upgrade; an error dict when the extension cannot be installed."""
         props = rec["properties"]
@@ -315,8 +339,12 @@ class Emulator:
                                    "The microsoft.kueue extension is a cluster singleton and cannot be installed "
                                    "next to an unmanaged Kueue: uninstall it first or migrate it to the extension."
                                    % ", ".join(foreign)}
-        versions = self.installer.chart_versions()
-        version = props["version"] or versions[0]
+        versions = self.offered(props["releaseTrain"])
+        version = props["version"] or (versions[0] if versions else None)
+        if version is None:
+            return {"code": "ExtensionOperationFailed",
+                    "message": "Release train '%s' offers no version of extension type 'microsoft.kueue'."
+                               % props["releaseTrain"]}
         if version not in versions:
             return {"code": "ExtensionOperationFailed",
                     "message": "Version '%s' of extension type 'microsoft.kueue' was not found in release train '%s'. "
@@ -416,6 +444,7 @@ class Emulator:
         with self.lock:
             self.faults.clear()
             self.provisioning = {"delay_seconds": 0.0, "fail": None}
+            self.offers = {}
             self.cluster_props = copy.deepcopy(DEFAULT_CLUSTER)
             self.requests.clear()
 
@@ -437,8 +466,23 @@ ARM_PATH = re.compile(
     r"^/subscriptions/(?P<sub>[^/]+)/resourcegroups/(?P<rg>[^/]+)"
     r"(?:/providers/(?P<rp>[^/]+)/(?P<rtype>[^/]+)/(?P<cluster>[^/]+)"
     r"(?:/(?P<action>listClusterUserCredential|listClusterAdminCredential)"
-    r"|/providers/Microsoft\.KubernetesConfiguration/extensions(?:/(?P<ext>[^/]+)(?:/operations/(?P<op>[^/]+))?)?)?)?/?$",
+    r"|/providers/Microsoft\.KubernetesConfiguration/extensions(?:/(?P<ext>[^/]+)(?:/operations/(?P<op>[^/]+))?)?"
+    r"|/providers/Microsoft\.KubernetesConfiguration/extensionTypes/(?P<etype>[^/]+)/versions(?:/(?P<etver>[^/]+))?"
+    r")?)?/?$",
     re.IGNORECASE)
+
+
+def arm_action(method: str, path: str) -> str:
+    """The RBAC action of an ARM request, as ARM names it in AuthorizationFailed: provider/types/verb."""
+    parts = [p for p in path.split("/") if p]
+    lowered = [p.lower() for p in parts]
+    if "providers" not in lowered:
+        return "Microsoft.Resources/subscriptions/resourceGroups/read"
+    idx = len(lowered) - 1 - lowered[::-1].index("providers")
+    rest = parts[idx + 1:]
+    types = [rest[0]] + rest[1::2]
+    verb = {"GET": "read", "PUT": "write", "PATCH": "write", "DELETE": "delete"}.get(method, "action")
+    return "/".join(types) + "/" + verb
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -507,6 +551,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             code = "TooManyRequests" if fault["status"] == 429 else "InternalServerError"
             message = ("The request is being throttled. Retry after %s seconds." % fault.get("retry_after", 1)
                        if fault["status"] == 429 else "Encountered internal server error.")
+            if fault["status"] == 403:  # a role without the action: ARM's authorization failure
+                code = "AuthorizationFailed"
+                message = ("The client '%s' with object id '%s' does not have authorization to perform action "
+                           "'%s' over scope '%s' or the scope is invalid. If access was recently granted, please "
+                           "refresh your credentials." % (em.config["client_id"], em.config["client_id"],
+                                                          arm_action(self.command, path), path))
             return self.send(fault["status"], {"error": {"code": code, "message": message}}, headers)
         match = ARM_PATH.match(path)
         if not match:
@@ -568,13 +618,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         cfg = em.config
         g = match.groupdict()
         is_extension = "/providers/microsoft.kubernetesconfiguration/" in self.path.lower()
+        is_types = g["etype"] is not None
         api_version = query.get("api-version")
         if not api_version:
             raise ArmError(400, "MissingApiVersionParameter",
                            "The api-version query parameter (?api-version=) is required for all requests.")
-        supported = EXTENSION_API_VERSIONS if is_extension else CLUSTER_API_VERSIONS
+        supported = (EXTENSION_TYPES_API_VERSIONS if is_types else EXTENSION_API_VERSIONS if is_extension
+                     else CLUSTER_API_VERSIONS)
         if g["rtype"] and api_version not in supported:
-            rtype = "extensions" if is_extension else g["rtype"]
+            rtype = "extensionTypes" if is_types else "extensions" if is_extension else g["rtype"]
             raise ArmError(400, "NoRegisteredProviderFound",
                            "No registered resource provider found for location '%s' and API version '%s' for type "
                            "'%s'. The supported api-versions are '%s'. The supported locations are '%s'." % (
@@ -597,6 +649,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.body()
             kind = "User" if g["action"].lower() == "listclusterusercredential" else "Admin"
             return self.send(200, em.credentials(kind))
+        if is_types:
+            return self.extension_type_versions(g["etype"], g["etver"], query)
         if not is_extension:
             if method != "GET":
                 raise ArmError(405, "MethodNotAllowed", "The emulator serves only GET on managedClusters.")
@@ -630,6 +684,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise ArmError(405, "MethodNotAllowed", "The requested resource does not support http method '%s'." % method)
         self.send(status, body, headers)
 
+    def extension_type_versions(self, ext_type: str, version: str | None, query: dict) -> None:
+        """ExtensionTypes_ClusterListVersions (releaseTrain, majorVersion, showLatest) and _ClusterGetVersion."""
+        em = self.emulator
+        if self.command != "GET":
+            raise ArmError(405, "MethodNotAllowed", "The requested resource does not support http method '%s'."
+                           % self.command)
+        if ext_type.lower() != EXTENSION_TYPE:
+            raise ArmError(404, "ResourceNotFound", "Extension type '%s' is not registered for cluster type "
+                           "'managedClusters' in location '%s'." % (ext_type, em.config["location"]))
+        with em.lock:
+            offered = em.offered(query.get("releaseTrain"))
+            if version is not None:
+                if version not in offered:
+                    raise ArmError(404, "ResourceNotFound", "Version '%s' of extension type '%s' was not found in "
+                                   "release train '%s'." % (version, ext_type, query.get("releaseTrain") or "stable"))
+                return self.send(200, em.version_resource(version))
+            major = query.get("majorVersion")
+            if major:
+                offered = [v for v in offered if v.split(".")[0] == major]
+            if query.get("showLatest", "").lower() == "true":
+                offered = offered[:1]
+            return self.send(200, {"value": [em.version_resource(v) for v in offered], "nextLink": None})
+
     # -------------------------------------------------------------- control
     def control(self, what: str) -> None:
         """The test-facing switches (tests/emulators/arm/control.py is the client)."""
@@ -642,8 +719,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 em.reset()
                 return self.send(200, {"ok": True})
             if what == "faults" and self.command == "POST":
-                if not isinstance(body, dict) or body.get("status") not in (429, 500, 502, 503):
-                    raise ArmError(400, "BadRequest", "a fault needs status 429, 500, 502 or 503")
+                if not isinstance(body, dict) or body.get("status") not in (403, 429, 500, 502, 503):
+                    raise ArmError(400, "BadRequest", "a fault needs status 403, 429, 500, 502 or 503")
                 fault = {"status": body["status"], "remaining": int(body.get("count", 1)),
                          "method": body.get("method"), "path": body.get("path"),
                          "retry_after": int(body.get("retry_after", 1))}
@@ -655,6 +732,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 body = body or {}
                 em.provisioning = {"delay_seconds": float(body.get("delay_seconds", 0)), "fail": body.get("fail")}
                 return self.send(200, em.provisioning)
+            if what == "offers" and self.command == "POST":
+                if not isinstance(body, dict) or not all(isinstance(v, list) for v in body.values()):
+                    raise ArmError(400, "BadRequest", "offers: {release train: [versions]}")
+                em.offers.update({k.lower(): list(v) for k, v in body.items()})
+                return self.send(200, {"offers": em.offers})
             if what == "cluster" and self.command == "PATCH":
                 em.cluster_props = merge(em.cluster_props, body or {})
                 return self.send(200, em.cluster())

@@ -394,3 +394,36 @@ def test_missing_ca_bundle_names_the_option(tmp_path):
     with pytest.raises(KueueOpsError) as info:
         build_credential(auth_params(ca_bundle=str(tmp_path / 'none.pem')), environ={})
     assert info.value.field == 'ca_bundle'
+
+
+def test_extension_type_versions_url_is_the_cluster_scoped_list():
+    url = x.extension_type_versions_url('sub-1', 'rg 1', 'aks', 'microsoft.kueue', 'preview')
+    path, query = url.split('?')
+    assert path == ('/subscriptions/sub-1/resourceGroups/rg%201/providers/Microsoft.ContainerService/managedClusters/'
+                    'aks/providers/Microsoft.KubernetesConfiguration/extensionTypes/microsoft.kueue/versions')
+    assert query == 'api-version=2026-04-01&releaseTrain=preview'
+
+
+def test_offered_versions_reads_every_page_once():
+    pages = [{'value': [{'name': '0.14.2', 'properties': {'version': '0.14.2'}}, {'name': 'v0.14.1'}],
+              'nextLink': 'https://next'},
+             {'value': [{'properties': {'version': '0.14.2'}}, {'properties': {'version': '0.13.9'}}]}, {}]
+    assert x.offered_versions(pages) == ['0.14.2', '0.14.1', '0.13.9']
+
+
+@pytest.mark.parametrize('params,offered,field,words', [
+    (dict(version='0.15.0', release_train='preview'), ['0.14.2', '0.14.1'], 'version',
+     ['0.15.0 is not a version of microsoft.kueue offered to cluster aks in release train preview',
+      'offered: 0.14.2, 0.14.1', 'omit version']),
+    (dict(version=None, release_train='stable'), [], 'release_train', ['stable offers no version', 'preview']),
+    (dict(version='0.14.2', release_train='stable'), [], 'release_train', ['stable offers no version']),
+])
+def test_version_offer_error_names_the_option_and_the_offer(params, offered, field, words):
+    err = x.version_offer_error(params, offered, 'aks')
+    assert err.field == field
+    assert all(w in err.message() for w in words), err.message()
+
+
+@pytest.mark.parametrize('version', [None, '0.14.1', 'v0.14.1', ' 0.14.1 '])
+def test_version_offer_error_accepts_offered_or_unpinned(version):
+    assert x.version_offer_error(dict(version=version, release_train='preview'), ['0.14.2', '0.14.1'], 'aks') is None
