@@ -53,6 +53,57 @@ def cluster():
             handle.down()
 
 
+def _kueue_installed(kubeconfig: str) -> bool:
+    """Kueue's CRDs or its kueue-system namespace exist and are not being deleted (installed by Helm or by the
+    emulated extension)."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(kubeconfig)
+    try:
+        crds = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
+        namespaces = client.CoreV1Api(api).list_namespace().items
+    finally:
+        api.close()
+    # What is being deleted counts as gone (helm uninstall deletes the CRDs, the namespace follows).
+    return any(c.spec.group == "kueue.x-k8s.io" and not c.metadata.deletion_timestamp for c in crds) or any(
+        n.metadata.name == "kueue-system" and not n.metadata.deletion_timestamp for n in namespaces)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if outcome.get_result().failed:
+        item.module.__dict__["_kueueops_failed"] = True
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_kueue_left_by_a_failed_module(request):
+    """A module that fails half-way may leave Kueue installed; the next modules, which start from a cluster
+    without Kueue, would then fail for it (the cascade of session 3's red CI: one failed harness test, eight
+    failures after it). Such a module's Kueue is removed after it. A module that passes yet leaves Kueue behind,
+    when there was none before it, gets a warning in the summary (it is left alone: the next module tells)."""
+    handle = Cluster()
+    before = _kueue_installed(handle.kubeconfig) if handle.running() else False
+    yield
+    handle = Cluster()
+    if before or not handle.running() or not _kueue_installed(handle.kubeconfig):
+        return
+    if not request.module.__dict__.get("_kueueops_failed"):
+        import warnings
+        warnings.warn("%s left Kueue installed on a cluster that had none before it" % request.module.__name__)
+        return
+    from kubernetes import config
+
+    from .kubeutil import reset_kueue
+
+    api = config.new_client_from_config(handle.kubeconfig)
+    try:
+        with environ(handle.env()):
+            reset_kueue(api, [], extension=bool(os.environ.get("AKS_RESOURCE_GROUP")))
+    finally:
+        api.close()
+
+
 @pytest.fixture(scope="session")
 def kube(cluster):
     from kubernetes import config

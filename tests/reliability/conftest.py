@@ -8,7 +8,8 @@ import importlib.util
 import os
 import sys
 
-from tests.integration.conftest import arm, arm_control, cluster, kube, kueue  # noqa: F401  pylint: disable=unused-import
+from tests.integration.conftest import (  # noqa: F401  pylint: disable=unused-import
+    arm, arm_control, cluster, kube, kueue, no_kueue_left_by_a_failed_module, pytest_runtest_makereport)
 
 _COLLECTIONS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                             '.venv', 'collections')
