@@ -14,7 +14,7 @@ import sys
 import ansible_runner
 import yaml
 
-from .ansible import REPO, run_playbook
+from .ansible import COLLECTIONS, REPO, run_playbook
 from .kubeutil import wait_for
 
 BIN = os.path.dirname(sys.executable)
@@ -62,7 +62,7 @@ def awx_job(tmp_path, cluster, name: str) -> ansible_runner.Runner:
                       "kueue_version": "latest", "kueue_smoke_test": True})
     (pdd / "env" / "extravars").write_text(yaml.safe_dump(extravars))
     envvars = dict(FAKE, K8S_AUTH_KUBECONFIG=str(tmp_path / "awx-kubeconfig"),
-                   ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".venv", "collections"),
+                   ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
                    PATH=BIN + ":" + os.environ["PATH"], KUBECONFIG="/nonexistent-awx-has-no-default")
     (pdd / "env" / "envvars").write_text(yaml.safe_dump(envvars))
     return ansible_runner.run(private_data_dir=str(pdd), playbook="playbooks/site.yml", quiet=True,
@@ -121,7 +121,7 @@ def test_molecule_extension_scenario(cluster, arm, tmp_path):
 
 def molecule(cluster, tmp_path, scenario):
     env = dict(os.environ, PATH=BIN + ":" + os.environ["PATH"], MOLECULE_NO_LOG="false",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".venv", "collections"), ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_FORCE_COLOR="0",
                NO_COLOR="1", ANSIBLE_HOME=str(tmp_path / "ansible-home"))
     if scenario == "extension":
         # No kubeconfig anywhere: every Kubernetes call must use the credentials the role took from ARM.

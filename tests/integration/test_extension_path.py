@@ -28,11 +28,11 @@ import pytest
 import yaml
 from kubernetes import client
 
-from .ansible import REPO, aks_inventory as inventory, run_playbook
+from .ansible import COLLECTIONS, REPO, aks_inventory as inventory, run_playbook
 from .kubeutil import helm, live_normalised, queued_job, reset_kueue, wait_for, workloads
 
-if os.path.join(REPO, ".venv", "collections") not in sys.path:
-    sys.path.insert(0, os.path.join(REPO, ".venv", "collections"))
+if COLLECTIONS not in sys.path:
+    sys.path.insert(0, COLLECTIONS)
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b  # noqa: E402
 
 SITE = os.path.join(REPO, "playbooks", "site.yml")

@@ -20,12 +20,12 @@ import pytest
 import yaml
 from kubernetes import client
 
-from .ansible import REPO, run_playbook
+from .ansible import COLLECTIONS, REPO, run_playbook
 from .kubeutil import admitted, delete_kueue_objects, delete_namespaces, live_normalised, queued_job, wait_for, workloads
 
 # The collection as the modules see it (`make venv` links this checkout there).
-if os.path.join(REPO, ".venv", "collections") not in sys.path:
-    sys.path.insert(0, os.path.join(REPO, ".venv", "collections"))
+if COLLECTIONS not in sys.path:
+    sys.path.insert(0, COLLECTIONS)
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b  # noqa: E402
 
 GROUP = "kueue.x-k8s.io"

@@ -374,13 +374,12 @@ def test_state_absent_deletes_in_reverse_order(clean):
 
 # ------------------------------------------------------------- concurrency (issue 8)
 def _apply_module():
-    """module_utils/apply.py as Ansible loads it (the collection linked into .venv/collections)."""
-    import os
+    """module_utils/apply.py as Ansible loads it (the collection linked into the venv's collections folder)."""
     import sys
-    collections = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                               ".venv", "collections")
-    if collections not in sys.path:
-        sys.path.insert(0, collections)
+
+    from .ansible import COLLECTIONS
+    if COLLECTIONS not in sys.path:
+        sys.path.insert(0, COLLECTIONS)
     from ansible_collections.kueueops.aks.plugins.module_utils import apply
     return apply
 

@@ -44,7 +44,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests.integration.ansible import REPO, run_playbook
+from tests.integration.ansible import COLLECTIONS, REPO, run_playbook
 from tests.harness import pki
 from tests.integration.kubeutil import reset_kueue
 from tests.reliability import rbac
@@ -170,7 +170,7 @@ def runner_job(workdir, name: str, playbook: str, inventory: dict, extravars: di
     shutil.copytree(PLAYBOOKS, os.path.join(pdd, "project", "playbooks"), ignore=shutil.ignore_patterns("backups"))
     with open(os.path.join(pdd, "inventory", "hosts.yml"), "w") as handle:
         yaml.safe_dump(inventory, handle)
-    envvars = {"ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO, ".venv", "collections"), "ANSIBLE_NOCOLOR": "1",
+    envvars = {"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_NOCOLOR": "1",
                "PATH": BIN + os.pathsep + os.environ["PATH"], "KUBECONFIG": "/nonexistent/kubeconfig",
                "K8S_AUTH_KUBECONFIG": ""}
     envvars.update(env or {})
