@@ -208,6 +208,9 @@ CASES = [
     C("extension-auto-upgrade-mode-unknown", "install", ["kueue_extension_auto_upgrade_mode", "always"],
       ["none", "patch", "compatible"], playbook=SITE, inventory="extension", arm=True,
       vars={"kueue_extension_auto_upgrade_mode": "always"}),
+    C("role-extension-version-not-offered", "install", ["version", "0.1.0", "offered: "],
+      ["kueue_extension_version", "omit version"], playbook=SITE, inventory="extension", arm=True,
+      vars={"kueue_extension_version": "0.1.0"}),
     C("extension-over-unmanaged-kueue", "install", ["kueue-system/kueue-controller-manager"], ["playbooks/migrate.yml"],
       playbook=SITE, inventory="extension", arm=True, vars={}),
 ]
