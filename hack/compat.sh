@@ -20,7 +20,9 @@
 # stopped by the `cluster` fixture unless already running) the site.yml job
 # (install, queue configuration, smoke test, second run changed=0), status.yml's
 # report, uninstall.yml's refusal of a cluster running both Helm and the managed
-# extension, and uninstall.yml with backup followed by restore.yml. ansible-test
+# extension, uninstall.yml with backup followed by restore.yml, and the managed
+# extension path against the ARM emulator (test_extension_path.py: site.yml on the
+# extension, kueue_info, uninstall/restore with reinstall, migrate.yml both ways). ansible-test
 # sanity and ansible-lint are NOT run here: they run in .venv (hack/sanity.sh).
 set -euo pipefail
 
@@ -37,6 +39,7 @@ TESTS=(
     tests/integration/test_compat.py
     tests/integration/test_uninstall_restore.py::test_helm_and_managed_extension_both_present_is_refused_before_anything
     tests/integration/test_uninstall_restore.py::test_uninstall_then_restore_round_trip
+    tests/integration/test_extension_path.py
 )
 
 start=$(date +%s)
