@@ -137,6 +137,10 @@ CASES = [
     C("api-server-unreachable-queues", "configure_queues", ["127.0.0.1:{closed_port}"], ["kueue_kubeconfig"],
       playbook=CONFIGURE, vars=dict(QUEUES, kueue_kubeconfig="{unreachable}")),
     # ---------------------------------------------------------------- configure_queues
+    C("queue-aks-name-on-managed-extension", "configure_queues", ["aks-", "aks-gpu"], ["choose another name"],
+      playbook=CONFIGURE, prepare="fake_extension",
+      vars=dict(_queues_plus({"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "aks-gpu"}}),
+                kueue_namespace="corpus-roles-aks")),
     C("queue-dangling-flavor", "configure_queues", ["team-batch", "no-such-flavor"], ["ResourceFlavor"],
       playbook=CONFIGURE, vars=_queues_plus(_cq("team-batch", flavor="no-such-flavor"))),
     C("localqueue-dangling-clusterqueue", "configure_queues", ["team-nlp/batch", "no-such-cq"], ["ClusterQueue"],
@@ -334,7 +338,25 @@ def _aks_flavor(kube):
     return cleanup
 
 
-PREPARE = {"aks_flavor": _aks_flavor}
+AKS_NS = "corpus-roles-aks"
+
+
+def _fake_extension(kube):
+    """What kueue_queues takes for the AKS managed extension: a kueue-extension Deployment in its kueue_namespace
+    (replicas 0: nothing runs), in a namespace of its own."""
+    from kubernetes import client
+
+    client.CoreV1Api(kube).create_namespace({"metadata": {"name": AKS_NS}})
+    labels = {"app": "kueue-extension"}
+    client.AppsV1Api(kube).create_namespaced_deployment(AKS_NS, {
+        "metadata": {"name": "kueue-extension"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"containers": [{"name": "x", "image": "registry.k8s.io/pause:3.10"}]}}}})
+    return lambda: delete_namespaces(kube, [AKS_NS])
+
+
+PREPARE = {"aks_flavor": _aks_flavor, "fake_extension": _fake_extension}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
