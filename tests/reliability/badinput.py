@@ -63,3 +63,20 @@ def assert_fails_safely(case: Case, result, kube, before: dict | None) -> str:
         changed = {k: (before.get(k), after.get(k)) for k in set(before) | set(after) if before.get(k) != after.get(k)}
         assert not changed, "%s changed the cluster: %s" % (case.id, changed)
     return message
+
+
+def fake_extension_deployment(kube, namespace: str, create: bool = True) -> None:
+    """What kueue_queues takes for the AKS managed extension: a kueue-extension Deployment in its
+    kueue_namespace (replicas 0: nothing runs). ``create=False`` deletes it."""
+    from kubernetes import client
+
+    apps = client.AppsV1Api(kube)
+    if not create:
+        apps.delete_namespaced_deployment("kueue-extension", namespace)
+        return
+    labels = {"app": "kueue-extension"}
+    apps.create_namespaced_deployment(namespace, {
+        "metadata": {"name": "kueue-extension"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"containers": [{"name": "x", "image": "registry.k8s.io/pause:3.10"}]}}}})

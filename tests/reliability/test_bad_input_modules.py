@@ -29,7 +29,7 @@ from tests.integration.ansible import run_playbook
 from tests.integration.kubeutil import delete_namespaces, wait_for
 
 from . import rbac
-from .badinput import Case, assert_fails_safely
+from .badinput import Case, assert_fails_safely, fake_extension_deployment
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 API = GROUP + "/" + VERSION
@@ -361,22 +361,6 @@ def corpus(kueue, tmp_path_factory):
     delete_namespaces(kube, [TEAM_NS, AKS_NS])
 
 
-def _fake_extension(kube, create: bool) -> None:
-    """The condition kueue_queues checks for the AKS managed extension: a kueue-extension Deployment in its
-    kueue_namespace (replicas 0: nothing runs)."""
-    from kubernetes import client
-    apps = client.AppsV1Api(kube)
-    if not create:
-        apps.delete_namespaced_deployment("kueue-extension", AKS_NS)
-        return
-    labels = {"app": "kueue-extension"}
-    apps.create_namespaced_deployment(AKS_NS, {
-        "metadata": {"name": "kueue-extension"},
-        "spec": {"replicas": 0, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels},
-                              "spec": {"containers": [{"name": "x", "image": "registry.k8s.io/pause:3.10"}]}}}})
-
-
 def _fill(value, subst):
     if isinstance(value, str):
         return value.format(**subst)
@@ -399,8 +383,8 @@ def test_bad_input_fails_safely(case, corpus, request, tmp_path):
         ctl = request.getfixturevalue("arm_control")
         env = dict(NO_KUBE_OPTIONS)
     if case.data.get("fake_extension"):
-        _fake_extension(kube, True)
-        request.addfinalizer(lambda: _fake_extension(kube, False))
+        fake_extension_deployment(kube, AKS_NS)
+        request.addfinalizer(lambda: fake_extension_deployment(kube, AKS_NS, create=False))
     before = rbac.snapshot(kube)
     play = [{"name": case.id, "hosts": "local", "gather_facts": False,
              "tasks": [{"name": "case", "kueueops.aks." + case.entry: args}]}]

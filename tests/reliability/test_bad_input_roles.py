@@ -29,7 +29,7 @@ from tests.integration.ansible import REPO, VENV_BIN, aks_inventory, run_playboo
 from tests.integration.kubeutil import delete_namespaces, wait_for
 
 from . import rbac
-from .badinput import Case, assert_fails_safely
+from .badinput import Case, assert_fails_safely, fake_extension_deployment
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "%s.yml")
 HELM_INVENTORY = os.path.join(REPO, "playbooks", "inventory", "local.yml")
@@ -342,17 +342,11 @@ AKS_NS = "corpus-roles-aks"
 
 
 def _fake_extension(kube):
-    """What kueue_queues takes for the AKS managed extension: a kueue-extension Deployment in its kueue_namespace
-    (replicas 0: nothing runs), in a namespace of its own."""
+    """The managed extension as kueue_queues detects it, in a namespace of its own (deleted afterwards)."""
     from kubernetes import client
 
     client.CoreV1Api(kube).create_namespace({"metadata": {"name": AKS_NS}})
-    labels = {"app": "kueue-extension"}
-    client.AppsV1Api(kube).create_namespaced_deployment(AKS_NS, {
-        "metadata": {"name": "kueue-extension"},
-        "spec": {"replicas": 0, "selector": {"matchLabels": labels},
-                 "template": {"metadata": {"labels": labels},
-                              "spec": {"containers": [{"name": "x", "image": "registry.k8s.io/pause:3.10"}]}}}})
+    fake_extension_deployment(kube, AKS_NS)
     return lambda: delete_namespaces(kube, [AKS_NS])
 
 
