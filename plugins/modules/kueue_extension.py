@@ -13,20 +13,19 @@ description:
   - B(One name.) The AKS documentation creates the extension as C(aks-kueue) but shows and deletes it as C(kueue).
     This module uses one name, O(name) (default V(kueue)), for every operation; give V(aks-kueue) to manage an
     extension created with the documentation's command.
-  - B(Preflight.) Before anything is created or changed (with O(preflight), the default), the module reads the
-    managed cluster and fails, with the reason and the fix, when its Kubernetes version is older than 1.34, when it
-    is AKS Automatic (C(sku.name) V(Automatic)), when node auto-provisioning is on
-    (C(nodeProvisioningProfile.mode) V(Auto); the extension supports only the cluster autoscaler), when it is
-    stopped, when O(release_train) offers no version of the extension type to the cluster or not the pinned
-    O(version) (checked on create and when the version or the release train changes, with the extension types API
-    C(ExtensionTypes_ClusterListVersions), 2026-04-01; when that list cannot be read, the module warns and ARM checks
-    the version when the extension is written), or when an unmanaged (open-source) Kueue already runs in any namespace (a C(kueue-controller-manager)
-    Deployment, or one labelled as the Kueue chart's manager, without the extension's C(kueue-extension) Deployment
-    beside it; the extension is a cluster singleton and rejects it). For that last check the module reads the
-    cluster's Deployments with the Kubernetes options (O(kubeconfig), O(host), ...) when they point at something
-    that exists, otherwise with the cluster credentials it fetches from ARM. It warns (without failing) that the
-    preview's availability by region may change. Preflight runs in check mode too and only when the extension would
-    be created or changed.
+  - B(Preflight.) Before anything is created or changed (with O(preflight), the default), the module reads the managed
+    cluster and fails, with the reason and the fix, when its Kubernetes version is older than 1.34, when it is AKS
+    Automatic (C(sku.name) V(Automatic)), when node auto-provisioning is on (C(nodeProvisioningProfile.mode) V(Auto);
+    the extension supports only the cluster autoscaler), when it is stopped, when O(release_train) offers no version of
+    the extension type to the cluster or not the pinned O(version) (checked on create and when the version or the
+    release train changes, with the extension types API C(ExtensionTypes_ClusterListVersions), 2026-04-01; when that
+    list cannot be read, the module warns and ARM checks the version when the extension is written), or when an
+    unmanaged (open-source) Kueue already runs in any namespace (a C(kueue-controller-manager) Deployment, or one
+    labelled as the Kueue chart's manager, without the extension's C(kueue-extension) Deployment beside it; the
+    extension is a cluster singleton and rejects it). For that last check the module reads the cluster's Deployments
+    with the Kubernetes options (O(kubeconfig), O(host), ...) when they point at something that exists, otherwise with
+    the cluster credentials it fetches from ARM. It warns (without failing) that the preview's availability by region
+    may change. Preflight runs in check mode too and only when the extension would be created or changed.
   - B(Waits.) Creation, update and deletion are long-running ARM operations; with O(wait) the module follows the
     operation (honouring C(Retry-After)) and then reads the extension until C(provisioningState) is V(Succeeded)
     and, when ARM reports it, C(extensionState) is healthy (V(Available), the AKS documentation's value, or V(Ready),
