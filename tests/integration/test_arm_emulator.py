@@ -33,7 +33,7 @@ def azure(arm):
 
     env = arm.env()
 
-    def credential(secret: str):
+    def credential(secret: str = env["AZURE_SECRET"]):
         return ClientSecretCredential(env["AZURE_TENANT"], env["AZURE_CLIENT_ID"], secret, authority=arm.url,
                                       disable_instance_discovery=True, connection_verify=arm.ca_path)
 
@@ -44,7 +44,7 @@ def azure(arm):
                 KubernetesConfigurationExtensionsMgmtClient(cred, env["AZURE_SUBSCRIPTION_ID"], **kwargs))
 
     aks, ext = clients()
-    return {"aks": aks, "ext": ext, "clients": clients, "rg": env["AKS_RESOURCE_GROUP"],
+    return {"aks": aks, "ext": ext, "clients": clients, "credential": credential, "rg": env["AKS_RESOURCE_GROUP"],
             "cluster": env["AKS_CLUSTER_NAME"]}
 
 
@@ -144,15 +144,11 @@ def test_extension_type_versions_through_the_generated_client(arm, azure, arm_co
     """ExtensionTypes_ClusterListVersions / _ClusterGetVersion as the generated client of the extension types API
     (azure-mgmt-kubernetesconfiguration-extensiontypes, 2024-11-01-preview) sends and deserializes them."""
     from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
-    from azure.identity import ClientSecretCredential
     from azure.mgmt.kubernetesconfiguration.extensiontypes import KubernetesConfigurationExtensionTypesMgmtClient
 
-    env = arm.env()
-    cred = ClientSecretCredential(env["AZURE_TENANT"], env["AZURE_CLIENT_ID"], env["AZURE_SECRET"], authority=arm.url,
-                                  disable_instance_discovery=True, connection_verify=arm.ca_path)
     types = KubernetesConfigurationExtensionTypesMgmtClient(
-        cred, env["AZURE_SUBSCRIPTION_ID"], base_url=arm.url, credential_scopes=[arm.url + "/.default"],
-        connection_verify=arm.ca_path).extension_types
+        azure["credential"](), arm.env()["AZURE_SUBSCRIPTION_ID"], base_url=arm.url,
+        credential_scopes=[arm.url + "/.default"], connection_verify=arm.ca_path).extension_types
     where = (azure["rg"], RP, TYPE, azure["cluster"], "microsoft.kueue")
     charts = os.environ["KUEUE_CHART_VERSIONS"].split()  # newest first
     listed = list(types.cluster_list_versions(*where, release_train="preview"))
