@@ -71,7 +71,7 @@ compat: venv toolchain ## Unit tests and site/configure/status/uninstall/restore
 .PHONY: test
 test: venv toolchain ## Everything CI runs: sanity + lint, unit, integration and reliability tests, then the 2.16 compat job
 	hack/sanity.sh
-	$(VPY) -m pytest tests/unit tests/integration tests/reliability -q -p no:cacheprovider
+	$(VPY) -m pytest tests/unit tests/integration tests/reliability -q -p no:cacheprovider --durations=40 --durations-min=20
 	hack/compat.sh
 
 .PHONY: demo
