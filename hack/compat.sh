@@ -9,7 +9,7 @@
 #
 # .venv-compat holds ansible-core~=2.16.0 (the newest 2.16.x), the collection's
 # runtime requirements (requirements.txt) and what the tests import (pytest,
-# pytest-timeout, cryptography for the harness' PKI, hypothesis for the fuzz
+# pytest-timeout, cryptography for the harness' PKI, bcrypt for its TLS registry's htpasswd, hypothesis for the fuzz
 # tests). It is rebuilt only when the hash of those requirements (and of the
 # Python that runs it) changes. The collection is linked at
 # .venv-compat/collections/ansible_collections/kueueops/aks, as `make venv` does
@@ -32,7 +32,7 @@ PY=${PY:-python3}
 VENV=${COMPAT_VENV:-$ROOT/.venv-compat}
 CORE_SPEC=${COMPAT_ANSIBLE_CORE:-ansible-core~=2.16.0}
 # The test tools, with the bounds requirements-test.txt gives them.
-TEST_TOOLS=("pytest>=8" "pytest-timeout>=2.3" "cryptography>=42" "hypothesis>=6.100")
+TEST_TOOLS=("pytest>=8" "pytest-timeout>=2.3" "cryptography>=42" "hypothesis>=6.100" "bcrypt>=4.1")
 TESTS=(
     tests/unit
     tests/integration/test_site.py

@@ -22,10 +22,16 @@ Flag differences checked against helm v3.19.5 (cmd/helm) and v4.2.4 (pkg/cmd):
   replaces ``--atomic`` (still accepted but deprecated); ``uninstall --wait``
   is the same strategy flag.
 
-``latest`` chart versions are resolved without helm (it has no tag listing):
-``list_tags`` speaks the OCI distribution API, ``GET /v2/<repo>/tags/list``,
-including the Bearer token challenge (registry.k8s.io, ACR, ...) and ``Link``
-pagination.
+Chart versions are resolved by helm itself, the way ``helm install`` resolves them: ``helm show chart
+oci://...`` without ``--version`` lists the repository's tags and takes the highest semantic version that
+is not a pre-release (helm v3.19.5 and v4.2.4 pkg/registry ``Client.ValidateReference``: ``Tags`` keeps
+the tags ``semver.StrictNewVersion`` accepts, ``_`` read as ``+``, sorted newest first, then
+``GetTagMatchingVersionOrConstraint(tags, "")`` applies the constraint ``*``, which excludes
+pre-releases); with ``--version`` it fetches that tag. So ``latest`` honours what helm honours: the
+registry config (``helm registry login``, ``HELM_REGISTRY_CONFIG``), ``--ca-file``, ``--cert-file``,
+``--key-file``, ``--insecure-skip-tls-verify`` and ``--plain-http``. Helm applies the TLS flags only when
+a CA, a skip-verify or both a certificate and a key are given (``newRegistryClient``), and then ignores
+``--plain-http``; the module refuses those combinations before helm runs.
 """
 
 import base64
@@ -33,12 +39,7 @@ import json
 import os
 import re
 import shutil
-import ssl
 import tempfile
-
-from urllib import request as urllib_request
-from urllib.error import HTTPError, URLError
-from urllib.parse import urlencode, urljoin, urlsplit
 
 try:
     import yaml
@@ -48,16 +49,12 @@ except ImportError:  # pragma: no cover
     HAS_YAML = False
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import _check_file as check_file
 
 MIN_HELM = (3, 13, 0)
 REDACTED = "********"
 _NOT_FOUND = "release: not found"
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:[-+][0-9A-Za-z.+-]*)?$")
-_SEMVER_RE = re.compile(
-    r"^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
-    r"(?:[+_]([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$")
-_LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
 class HelmError(KueueOpsError):
@@ -70,53 +67,97 @@ class HelmError(KueueOpsError):
         self.cmd = cmd
 
 
-# --------------------------------------------------------------- semver/tags
+# ------------------------------------------------------------- registry options
 
-def semver_key(tag):
-    """A sort key for a semver tag, or None when the tag is not semver.
-
-    Pre-releases sort below their release (SemVer 2.0 precedence); build
-    metadata (helm writes ``+`` as ``_`` in OCI tags) is ignored.
-    """
-    m = _SEMVER_RE.match(str(tag))
-    if not m:
-        return None
-    major, minor, patch, pre = int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4)
-    if pre is None:
-        return (major, minor, patch, 1, ())
-    ids = []
-    for part in pre.split("."):
-        ids.append((0, int(part), "") if part.isdigit() else (1, 0, part))
-    return (major, minor, patch, 0, tuple(ids))
+REGISTRY_TLS_OPTIONS = ("registry_ca_file", "registry_cert_file", "registry_key_file",
+                        "registry_insecure_skip_tls_verify")
 
 
-def pick_latest(tags, include_prerelease=False):
-    """The highest semver tag (as written), ignoring non-semver tags and, unless
-    asked, pre-releases. None when nothing qualifies."""
-    best, best_key = None, None
-    for tag in tags or []:
-        key = semver_key(tag)
-        if key is None or (key[3] == 0 and not include_prerelease):
-            continue
-        if best_key is None or key > best_key:
-            best, best_key = tag, key
-    return best
+def registry_tls(params):
+    """The registry TLS options of ``params`` (module options ``registry_ca_file``, ``registry_cert_file``,
+    ``registry_key_file``, ``registry_insecure_skip_tls_verify``) as the ``tls`` dict of ``HelmRunner``,
+    after the checks helm would not make: helm silently ignores a certificate without its key (and the
+    other way round), and ignores ``--plain-http`` once a TLS option is given."""
+    for option in REGISTRY_TLS_OPTIONS[:3]:
+        check_file(params, option)
+    cert, key = params.get("registry_cert_file"), params.get("registry_key_file")
+    if bool(cert) != bool(key):
+        given, missing = ("registry_cert_file", "registry_key_file") if cert else (
+            "registry_key_file", "registry_cert_file")
+        raise KueueOpsError("%s is set without %s; helm would ignore it and connect without a client "
+                            "certificate" % (given, missing), field=missing,
+                            fix="give both registry_cert_file and registry_key_file, or neither")
+    tls_given = [o for o in REGISTRY_TLS_OPTIONS if params.get(o)]
+    if params.get("plain_http") and tls_given:
+        raise KueueOpsError("plain_http is set with %s: plain HTTP has no TLS to configure or skip"
+                            % ", ".join(tls_given), field=tls_given[0],
+                            fix="remove plain_http for an HTTPS registry, or remove %s for a plain-HTTP one"
+                            % ", ".join(tls_given))
+    return {"ca_file": params.get("registry_ca_file"), "cert_file": cert, "key_file": key,
+            "insecure_skip_tls_verify": bool(params.get("registry_insecure_skip_tls_verify"))}
 
 
-def check_published(version, tags, oci_ref):
-    """Raise a ``KueueOpsError`` naming chart_version when ``version`` (with or without a leading ``v``) is
-    not among the registry's ``tags``; helm would otherwise fail later with only "FetchReference ... not
-    found". Nothing is checked when the tag list is empty (a registry that lists nothing)."""
-    if not tags:
-        return
-    text = str(version)
-    bare = (text[1:] if text.startswith("v") else text).replace("+", "_")  # helm's OCI tags write + as _
-    if bare in tags or "v" + bare in tags:
-        return
-    published = sorted((t for t in tags if semver_key(t) is not None), key=semver_key, reverse=True)
-    raise KueueOpsError("version %s is not published in %s" % (text, oci_ref), field="chart_version",
-                        fix="give a published version (newest first: %s), or latest"
-                        % (", ".join(published[:8]) or "none"))
+# ------------------------------------------------------------- registry errors
+
+_AUTH_RE = re.compile(r"\b40[13]\b|unauthorized|authentication required|basic credential not found|denied")
+_REGISTRY_CA_FIX = ("give the registry's CA bundle as registry_ca_file (helm's --ca-file), or set "
+                    "registry_insecure_skip_tls_verify: true for a test registry only")
+
+
+def registry_failure(exc, chart_ref, version=None, logged_in=False, tls=False, plain_http=False):
+    """A ``KueueOpsError`` naming the option to change for a failed helm call that reached (or tried to
+    reach) the OCI registry of ``chart_ref``; ``exc`` is the ``HelmError`` (its text is already scrubbed).
+
+    ``logged_in``: the module ran ``helm registry login`` with registry_username/registry_password;
+    ``tls``: a TLS option (CA, client certificate, skip verify) was given; ``plain_http``: plain_http was set.
+    Returns None for a pinned ``version`` the registry does not have (the caller says what it has); unknown
+    failures name chart_ref. The patterns are what helm v3.19.5 and v4.2.4 print (oras-go's errors)."""
+    text = str(getattr(exc, "problem", exc))
+    said = text.strip().splitlines()[-1] if text.strip() else text
+    lowered = text.lower()
+    where = "the registry of %s" % chart_ref
+
+    def error(problem, field, fix):
+        return HelmError("%s: helm said: %s" % (problem, said), field=field, fix=fix,
+                         rc=getattr(exc, "rc", None), stderr=getattr(exc, "stderr", None))
+
+    if "x509:" in lowered or "certificate signed by unknown authority" in lowered or (
+            "tls: failed to verify" in lowered):
+        return error("the TLS certificate of %s cannot be verified" % where, "registry_ca_file", _REGISTRY_CA_FIX)
+    if "server gave http response to https client" in lowered:
+        return error("%s answers plain HTTP, not HTTPS" % where, "plain_http",
+                     "set plain_http: true for a plain-HTTP registry")
+    if plain_http and ("http request to an https server" in lowered or "malformed http response" in lowered or
+                       re.search(r"status code 400\b", lowered)):
+        return error("%s answers HTTPS, but plain_http is set" % where, "plain_http",
+                     "remove plain_http (give registry_ca_file if its CA is private)")
+    if "tls: certificate required" in lowered or "tls: bad certificate" in lowered or (
+            "certificate required" in lowered):
+        return error("%s asks for a TLS client certificate" % where, "registry_cert_file",
+                     "give registry_cert_file and registry_key_file (helm's --cert-file/--key-file)")
+    if _AUTH_RE.search(lowered):
+        if logged_in:
+            return error("%s refused registry_username/registry_password" % where, "registry_password",
+                         "check registry_username and registry_password (for ACR, a token name and its password, "
+                         "or a service principal)")
+        return error("%s requires credentials" % where, "registry_username",
+                     "set registry_username and registry_password, or run `helm registry login` for that host "
+                     "beforehand with the same HELM_REGISTRY_CONFIG (helm's registry config) as the play")
+    if "name unknown" in lowered or "repository name not known" in lowered:
+        return error("%s has no repository %s" % (where, chart_ref.split("/", 3)[-1]), "chart_ref",
+                     "check the repository path in chart_ref (oci://<registry>/<repository>, without the tag)")
+    if version and ("not found" in lowered or "manifest unknown" in lowered):
+        return None  # the caller reports the unpublished version with what is published
+    if "unable to locate any tags" in lowered or "could not locate a version" in lowered:
+        return error("%s publishes no released (semantic version, not pre-release) chart version" % where,
+                     "chart_version", "give an exact chart_version")
+    if "connection refused" in lowered or "no such host" in lowered or "i/o timeout" in lowered or (
+            "dial tcp" in lowered):
+        return error("cannot reach %s" % where, "chart_ref",
+                     "check the registry address in chart_ref%s" % ("" if tls else ", plain_http"))
+    return error("helm could not read the chart %s%s" % (chart_ref, " version %s" % version if version else ""),
+                 "chart_ref", "check chart_ref, the registry options (plain_http, registry_ca_file, "
+                              "registry_username) and the network")
 
 
 _GO_FRAME = re.compile(r"^(\s+\S+\.go:\d+|\S+\(.*\)$|goroutine \d+)")
@@ -153,157 +194,6 @@ def split_oci_ref(oci_ref):
         raise KueueOpsError("%r has no repository path after the registry host" % ref, field="chart_ref")
     host, repo = rest.split("/", 1)
     return host, repo
-
-
-def _parse_challenge(header):
-    """'Bearer realm="x",service="y",scope="z"' -> ('bearer', {...})."""
-    if not header:
-        return None, {}
-    scheme, _sep, rest = header.strip().partition(" ")
-    params = dict((k.lower(), v) for k, v in re.findall(r'(\w+)\s*=\s*"([^"]*)"', rest))
-    return scheme.lower(), params
-
-
-def _next_link(header, base_url):
-    # Link: </v2/x/tags/list?n=2&last=b>; rel="next"
-    if not header:
-        return None
-    for part in header.split(","):
-        m = re.match(r'\s*<([^>]+)>\s*;\s*(.*)$', part)
-        if m and re.search(r'rel="?next"?', m.group(2)):
-            return urljoin(base_url, m.group(1))
-    return None
-
-
-class _NoRedirect(urllib_request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: D401
-        return None  # handled by hand so Authorization never follows to another host
-
-
-class OCITagLister:
-    """List an OCI repository's tags over the distribution API."""
-
-    def __init__(self, username=None, password=None, plain_http=False, validate_certs=True, ca_path=None,
-                 timeout=30, scrub=None):
-        self.username = username
-        self.password = password
-        self.plain_http = plain_http
-        self.validate_certs = validate_certs
-        self.ca_path = ca_path
-        self.timeout = timeout
-        self._scrub = scrub or (lambda s: s)
-        self._tokens = {}
-
-    def _opener(self, url):
-        handlers = [_NoRedirect()]
-        host = urlsplit(url).hostname or ""
-        if host in _LOOPBACK:
-            handlers.append(urllib_request.ProxyHandler({}))  # never send loopback traffic to a proxy
-        if url.startswith("https://"):
-            ctx = ssl.create_default_context(cafile=self.ca_path) if self.ca_path else ssl.create_default_context()
-            if not self.validate_certs:
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-            handlers.append(urllib_request.HTTPSHandler(context=ctx))
-        return urllib_request.build_opener(*handlers)
-
-    def _basic(self):
-        raw = ("%s:%s" % (self.username or "", self.password or "")).encode("utf-8")
-        return "Basic " + base64.b64encode(raw).decode("ascii")
-
-    def _get(self, url, auth=None):
-        req = urllib_request.Request(url, headers={"Accept": "application/json"})
-        if auth:
-            req.add_header("Authorization", auth)
-        try:
-            resp = self._opener(url).open(req, timeout=self.timeout)
-            return resp.getcode(), resp.headers, resp.read()
-        except HTTPError as exc:
-            body = exc.read() if hasattr(exc, "read") else b""
-            return exc.code, exc.headers, body
-        except URLError as exc:
-            raise KueueOpsError("cannot reach %s: %s" % (self._scrub(url), self._scrub(str(exc.reason))),
-                                field="chart_ref", fix="check the registry address, plain_http and the network")
-
-    def _token(self, params, repo):
-        realm = params.get("realm")
-        if not realm:
-            raise KueueOpsError("the registry asked for a Bearer token without a realm", field="chart_ref")
-        query = {}
-        if params.get("service"):
-            query["service"] = params["service"]
-        query["scope"] = params.get("scope") or "repository:%s:pull" % repo
-        key = (realm, query.get("service"), query["scope"])
-        if key in self._tokens:
-            return self._tokens[key]
-        url = realm + ("&" if "?" in realm else "?") + urlencode(query)
-        code, _h, body = self._get(url, self._basic() if (self.username or self.password) else None)
-        if code != 200:
-            raise KueueOpsError(
-                "the registry's token endpoint %s refused a pull token (HTTP %s)" % (realm, code),
-                field="registry_username" if (self.username or self.password) else "chart_ref",
-                fix="check registry_username/registry_password, or give them if the repository is private")
-        try:
-            data = json.loads(body.decode("utf-8"))
-        except ValueError:
-            raise KueueOpsError("the registry's token endpoint %s returned no JSON" % realm, field="chart_ref")
-        token = data.get("token") or data.get("access_token")
-        if not token:
-            raise KueueOpsError("the registry's token endpoint %s returned no token" % realm, field="chart_ref")
-        self._tokens[key] = token
-        return token
-
-    def _fetch(self, url, repo, auth=None):
-        """GET url, following redirects and answering one auth challenge per hop.
-
-        ``auth`` is the Authorization that worked for the previous page (same host)."""
-        tried_auth = False
-        for _hop in range(10):
-            code, headers, body = self._get(url, auth)
-            if code in (301, 302, 303, 307, 308):
-                new = urljoin(url, headers.get("Location", ""))
-                if urlsplit(new).netloc != urlsplit(url).netloc:
-                    auth, tried_auth = None, False
-                url = new
-                continue
-            if code == 401 and not tried_auth:
-                tried_auth = True
-                scheme, params = _parse_challenge(headers.get("WWW-Authenticate"))
-                if scheme == "bearer":
-                    auth = "Bearer " + self._token(params, repo)
-                    continue
-                if scheme == "basic" and (self.username or self.password):
-                    auth = self._basic()
-                    continue
-                raise KueueOpsError("the registry requires credentials for %s" % self._scrub(url),
-                                    field="registry_username",
-                                    fix="set registry_username and registry_password")
-            if code != 200:
-                text = self._scrub(body.decode("utf-8", "replace")[:300])
-                raise KueueOpsError("listing tags at %s failed: HTTP %s %s" % (self._scrub(url), code, text.strip()),
-                                    field="chart_ref")
-            return url, headers, body, auth
-        raise KueueOpsError("too many redirects listing tags at %s" % self._scrub(url), field="chart_ref")
-
-    def list_tags(self, oci_ref):
-        host, repo = split_oci_ref(oci_ref)
-        scheme = "http" if self.plain_http else "https"
-        url = "%s://%s/v2/%s/tags/list" % (scheme, host, repo)
-        tags = []
-        seen_urls = set()
-        auth = None
-        while url and url not in seen_urls and len(seen_urls) < 1000:
-            seen_urls.add(url)
-            final_url, headers, body, auth = self._fetch(url, repo, auth)
-            try:
-                data = json.loads(body.decode("utf-8"))
-            except ValueError:
-                raise KueueOpsError("the registry returned no JSON tag list at %s" % final_url, field="chart_ref")
-            tags.extend(data.get("tags") or [])
-            url = _next_link(headers.get("Link"), final_url)
-            if url and urlsplit(url).netloc != urlsplit(final_url).netloc:
-                auth = None  # never carry a token to another host
-        return tags
 
 
 # ------------------------------------------------------------------- runner
@@ -445,57 +335,54 @@ class HelmRunner:
         return path
 
     # -- registry
-    def registry_login(self, host, username, password, plain_http=False, insecure=False):
+    @staticmethod
+    def tls_args(tls, login=False):
+        """helm's registry TLS flags from ``tls`` (ca_file, cert_file, key_file, insecure_skip_tls_verify);
+        ``helm registry login`` names the last one ``--insecure``."""
+        tls = tls or {}
+        args = []
+        for key, flag in (("ca_file", "--ca-file"), ("cert_file", "--cert-file"), ("key_file", "--key-file")):
+            if tls.get(key):
+                args += [flag, str(tls[key])]
+        if tls.get("insecure_skip_tls_verify"):
+            args.append("--insecure" if login else "--insecure-skip-tls-verify")
+        return args
+
+    def registry_login(self, host, username, password, plain_http=False, tls=None):
         """``helm registry login`` into a private HELM_REGISTRY_CONFIG; password on stdin."""
         self.add_secret(password)
         cfg = os.path.join(self.private_dir(), "registry.json")
         self.env["HELM_REGISTRY_CONFIG"] = cfg
-        args = self.registry_login_args(host, username, plain_http=plain_http, insecure=insecure)
+        args = self.registry_login_args(host, username, plain_http=plain_http, tls=tls)
         self._run(args, data=password)
         if os.path.exists(cfg):
             os.chmod(cfg, 0o600)
 
-    @staticmethod
-    def registry_login_args(host, username, plain_http=False, insecure=False):
+    @classmethod
+    def registry_login_args(cls, host, username, plain_http=False, tls=None):
         args = ["registry", "login", host, "--username", username, "--password-stdin"]
         if plain_http:
             args.append("--plain-http")
-        if insecure:
-            args.append("--insecure")
-        return args
-
-    def list_tags(self, oci_ref, plain_http=False, username=None, password=None, validate_certs=True,
-                  ca_path=None, timeout=30):
-        if password:
-            self.add_secret(password)
-        lister = OCITagLister(username=username, password=password, plain_http=plain_http,
-                              validate_certs=validate_certs, ca_path=ca_path, timeout=timeout, scrub=self.scrub)
-        return lister.list_tags(oci_ref)
-
-    def resolve_latest(self, oci_ref, include_prerelease=False, **kwargs):
-        tags = self.list_tags(oci_ref, **kwargs)
-        best = pick_latest(tags, include_prerelease=include_prerelease)
-        if best is None:
-            raise KueueOpsError("no semver tag found in %s (tags seen: %s)" % (oci_ref, ", ".join(tags[:20]) or "none"),
-                                field="chart_version", fix="give an exact chart_version")
-        return best
+        return args + cls.tls_args(tls, login=True)
 
     # -- chart inspection
-    @staticmethod
-    def _chart_args(chart_ref, version, plain_http):
+    @classmethod
+    def _chart_args(cls, chart_ref, version, plain_http, tls=None):
         args = [chart_ref]
         if version:
             args += ["--version", str(version)]
         if plain_http:
             args.append("--plain-http")
-        return args
+        return args + cls.tls_args(tls)
 
-    def show_values(self, chart_ref, version=None, plain_http=False):
-        _rc, out, _err = self._run(["show", "values"] + self._chart_args(chart_ref, version, plain_http))
+    def show_values(self, chart_ref, version=None, plain_http=False, tls=None):
+        _rc, out, _err = self._run(["show", "values"] + self._chart_args(chart_ref, version, plain_http, tls))
         return out
 
-    def show_chart(self, chart_ref, version=None, plain_http=False):
-        _rc, out, _err = self._run(["show", "chart"] + self._chart_args(chart_ref, version, plain_http))
+    def show_chart(self, chart_ref, version=None, plain_http=False, tls=None):
+        """Chart.yaml of the chart; for an oci:// reference without ``version``, of the newest release helm
+        resolves (see the module docstring)."""
+        _rc, out, _err = self._run(["show", "chart"] + self._chart_args(chart_ref, version, plain_http, tls))
         if not HAS_YAML:
             raise KueueOpsError("PyYAML is required to read Chart.yaml", fix="pip install PyYAML")
         return yaml.safe_load(out) or {}
@@ -533,7 +420,7 @@ class HelmRunner:
     # -- changes
     def upgrade_args(self, release, namespace, chart_ref, version=None, values_file=None, values_files=None,
                      create_namespace=False, wait=True, timeout=None, atomic=False, plain_http=False,
-                     extra_args=None):
+                     tls=None, extra_args=None):
         """The argv after the binary for ``helm upgrade --install`` (pure)."""
         args = ["upgrade", release, chart_ref, "--install", "--namespace", namespace]
         if version:
@@ -546,6 +433,7 @@ class HelmRunner:
             args += ["--values", values_file]  # last: the module's rendered values win
         if plain_http:
             args.append("--plain-http")
+        args += self.tls_args(tls)
         if self.is_v4:
             if atomic:
                 args.append("--rollback-on-failure")

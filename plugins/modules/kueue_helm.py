@@ -59,23 +59,58 @@ options:
   chart_version:
     description:
       - Exact chart version (C(0.19.2) or C(v0.19.2)), or V(latest) for the highest semantic version tag in the
-        O(chart_ref) OCI repository (pre-releases excluded). Resolved by listing the repository's tags over the OCI
-        distribution API, so it works against mirrors and air-gapped registries; no GitHub API call.
+        O(chart_ref) OCI repository (pre-releases excluded). Resolved by helm itself, the way C(helm install) without
+        C(--version) resolves it (C(helm show chart)), so it works against mirrors and air-gapped registries with
+        whatever helm uses to reach them (a login done beforehand with C(helm registry login) into helm's registry
+        config, E(HELM_REGISTRY_CONFIG); O(registry_username); O(registry_ca_file); O(plain_http)). No GitHub API
+        call.
+      - A pinned version the registry does not publish fails before any change, naming the newest it publishes.
       - For a local chart path, the chart's own version is used and V(latest) means that version.
     type: str
     default: latest
   plain_http:
-    description: Use plain HTTP to reach the OCI registry (local or air-gapped registries only).
+    description:
+      - Use plain HTTP to reach the OCI registry (local or air-gapped registries only).
+      - Contradicts the TLS options (O(registry_ca_file), O(registry_cert_file), O(registry_key_file),
+        O(registry_insecure_skip_tls_verify)); the module refuses both together (helm would silently use HTTPS).
     type: bool
     default: false
   registry_username:
-    description: User name for a private OCI registry (for ACR, a token name or a service principal ID).
+    description:
+      - User name for a private OCI registry (for ACR, a token name or a service principal ID).
+      - Without it, helm uses its own registry config, so a C(helm registry login) done beforehand (for ACR,
+        C(az acr login --expose-token) then C(helm registry login)) works with no password in the playbook.
     type: str
   registry_password:
     description:
       - Password or token for a private OCI registry. Passed to C(helm registry login) on standard input, kept in a
         private registry config removed after the run, and never logged.
     type: str
+  registry_ca_file:
+    description:
+      - CA bundle (PEM) that signs the OCI registry's TLS certificate, for a registry with a private CA. helm's
+        C(--ca-file), passed to every helm call that reaches the registry (C(registry login), C(show), C(upgrade
+        --install)).
+      - The registry options carry helm's flag names behind a C(registry_) prefix, like O(registry_username);
+        the Kubernetes options already own C(cert_file) and C(key_file) (aliases of O(client_cert) and
+        O(client_key), as in kubernetes.core), and C(ca_file) beside O(ca_cert) would read as the API server's CA.
+    type: path
+  registry_cert_file:
+    description:
+      - Client certificate (PEM) for a registry that requires TLS client authentication; helm's C(--cert-file).
+        Needs O(registry_key_file).
+    type: path
+  registry_key_file:
+    description:
+      - Private key of O(registry_cert_file); helm's C(--key-file). The path is not a secret; keep the file itself
+        readable only by the user that runs Ansible.
+    type: path
+  registry_insecure_skip_tls_verify:
+    description:
+      - Do not verify the registry's TLS certificate (test registries only; prefer O(registry_ca_file)). helm's
+        C(--insecure-skip-tls-verify) (C(--insecure) for C(helm registry login)).
+    type: bool
+    default: false
   feature_gates:
     description:
       - "Kueue feature gates, gate name to enabled (for example C({TopologyAwareScheduling: true}))."
@@ -160,6 +195,15 @@ EXAMPLES = r"""
     registry_username: "{{ acr_token_name }}"
     registry_password: "{{ acr_token }}"
 
+- name: Resolve latest from a mirror with a private CA, logged in beforehand with helm registry login (check mode)
+  kueueops.aks.kueue_helm:
+    chart_ref: oci://registry.example.internal/kueue/charts/kueue
+    chart_version: latest
+    registry_ca_file: /etc/pki/registry-ca.pem
+  check_mode: true
+  environment:
+    HELM_REGISTRY_CONFIG: /home/deploy/.config/helm/registry/config.json
+
 - name: Uninstall (destroys every Kueue object; back up first)
   kueueops.aks.kueue_helm:
     state: absent
@@ -214,9 +258,11 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import (
+    HelmError,
     HelmRunner,
-    check_published,
     helm_kube_env,
+    registry_failure,
+    registry_tls,
     split_oci_ref,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import (
@@ -286,6 +332,7 @@ class KueueHelm:
         self.module = module
         self.p = module.params
         self.warnings = []
+        self.tls = {}
 
     # ------------------------------------------------------------ helpers
     def fail(self, err, **extra):
@@ -329,28 +376,37 @@ class KueueHelm:
     def release(self, runner):
         return runner.list_release(self.p["release_name"], self.p["release_namespace"])
 
+    def show_oci_chart(self, runner, version=None):
+        """Chart.yaml of the oci:// chart_ref at ``version`` (None: the newest release, as helm resolves it)."""
+        ref = self.p["chart_ref"]
+        try:
+            return runner.show_chart(ref, version, plain_http=self.p["plain_http"], tls=self.tls)
+        except HelmError as exc:
+            error = registry_failure(exc, ref, version=version, logged_in=bool(self.p.get("registry_username")),
+                                     tls=any(self.tls.values()), plain_http=self.p["plain_http"])
+            if error is None:  # the pinned version is not published: name the newest that is
+                newest = None
+                try:
+                    newest = self.show_oci_chart(runner).get("version")
+                except KueueOpsError as latest_error:
+                    if latest_error.field != "chart_version":
+                        raise  # no such repository, say: that is the error to fix
+                error = KueueOpsError("version %s is not published in %s" % (version, ref), field="chart_version",
+                                      fix="give a published version (the newest is %s), or latest"
+                                      % (newest or "unknown: helm found no release"))
+            raise error
+
     def resolve_version(self, runner):
         ref, wanted = self.p["chart_ref"], (self.p["chart_version"] or "latest").strip()
         if ref.startswith("oci://"):
-            if wanted == "latest":
-                try:
-                    return runner.resolve_latest(ref, plain_http=self.p["plain_http"],
-                                                 username=self.p.get("registry_username"),
-                                                 password=self.p.get("registry_password"))
-                except KueueOpsError:
-                    raise
-                except Exception as exc:  # pylint: disable=broad-except
-                    raise KueueOpsError("cannot list the tags of %s: %s" % (ref, runner.scrub(exc)),
-                                        field="chart_ref", fix="check the reference, plain_http and credentials")
-            version = self.check_semver(wanted)
-            try:
-                tags = runner.list_tags(ref, plain_http=self.p["plain_http"],
-                                        username=self.p.get("registry_username"),
-                                        password=self.p.get("registry_password"))
-            except Exception:  # pylint: disable=broad-except
-                tags = []  # a registry that does not list tags: helm itself reports a missing version
-            check_published(version, tags, ref)
-            return version
+            split_oci_ref(ref)  # a tag or digest in the reference, or no repository: refused before helm runs
+            version = None if wanted == "latest" else self.check_semver(wanted)
+            chart = self.show_oci_chart(runner, version)
+            found = str(chart.get("version") or "")
+            if not found:
+                raise KueueOpsError("the chart helm found at %s has no version" % ref, field="chart_ref",
+                                    fix="point chart_ref at the Kueue chart's repository")
+            return found if version is None else version
         if not os.path.exists(ref):
             raise KueueOpsError("%s is neither an oci:// reference nor an existing chart path" % ref,
                                 field="chart_ref", fix="give oci://REGISTRY/REPO/kueue or a chart folder/.tgz")
@@ -407,6 +463,7 @@ class KueueHelm:
         if p.get("registry_password") and not p.get("registry_username"):
             raise KueueOpsError("registry_password is set without registry_username", field="registry_username",
                                 fix="give both, or neither for an anonymous registry")
+        self.tls = registry_tls(p)
 
         self.api = get_api_client(self.module)
         try:
@@ -445,8 +502,12 @@ class KueueHelm:
                     "kueueops.aks.kueue_queues; set allow_managed_extension=true only to override this check")
         if p.get("registry_username") and p["chart_ref"].startswith("oci://"):
             host = split_oci_ref(p["chart_ref"])[0]
-            runner.registry_login(host, p["registry_username"], p["registry_password"] or "",
-                                  plain_http=p["plain_http"])
+            try:
+                runner.registry_login(host, p["registry_username"], p["registry_password"] or "",
+                                      plain_http=p["plain_http"], tls=self.tls)
+            except HelmError as exc:
+                raise registry_failure(exc, p["chart_ref"], logged_in=True, tls=any(self.tls.values()),
+                                       plain_http=p["plain_http"]) or exc
         version = self.resolve_version(runner)
         result["chart_version"] = version
         warning = version_warning(version)
@@ -465,7 +526,8 @@ class KueueHelm:
         default_cfg = None
         if p.get("integrations") is not None:
             default_cfg = chart_default_config_yaml(runner.show_values(
-                p["chart_ref"], version if p["chart_ref"].startswith("oci://") else None, plain_http=p["plain_http"]))
+                p["chart_ref"], version if p["chart_ref"].startswith("oci://") else None, plain_http=p["plain_http"],
+                tls=self.tls))
         user_values = deep_merge(file_values, p["values"] or {})
         values = render_values(version, p.get("feature_gates"), p.get("integrations"), user_values, default_cfg)
         # What helm records as the release's user-supplied values: the files, then our rendered file.
@@ -492,7 +554,7 @@ class KueueHelm:
             return dict(result, changed=True)
         kwargs = dict(version=version if p["chart_ref"].startswith("oci://") else None,
                       create_namespace=p["create_namespace"], wait=p["wait"], timeout=p["timeout"],
-                      atomic=p["atomic"], plain_http=p["plain_http"])
+                      atomic=p["atomic"], plain_http=p["plain_http"], tls=self.tls)
         try:
             runner.upgrade_install(p["release_name"], p["release_namespace"], p["chart_ref"], values,
                                    values_files=None, **kwargs)
@@ -665,6 +727,10 @@ def main():
         plain_http=dict(type="bool", default=False),
         registry_username=dict(type="str"),
         registry_password=dict(type="str", no_log=True),
+        registry_ca_file=dict(type="path"),
+        registry_cert_file=dict(type="path"),
+        registry_key_file=dict(type="path", no_log=False),
+        registry_insecure_skip_tls_verify=dict(type="bool", default=False),
         feature_gates=dict(type="dict"),
         integrations=dict(type="list", elements="str"),
         values=dict(type="dict", default={}, aliases=["release_values"]),

@@ -16,6 +16,7 @@ import base64
 import hashlib
 import json
 import os
+import secrets
 import shlex
 import signal
 import socket
@@ -23,6 +24,7 @@ import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 from . import pki
@@ -182,9 +184,9 @@ class Cluster:
                 raise HarnessError("%s is not built (%r): run `make toolchain`" % (key, tools.get(key)))
         os.makedirs(self.folder, exist_ok=True)
         subprocess.run(["rm", "-rf", self.path("logs")], check=False)  # logs are per run
-        for sub in ("logs", "etcd", "registry", "pki", "agent"):
+        for sub in ("logs", "etcd", "registry", "registry-tls", "pki", "agent"):
             os.makedirs(self.path(sub), mode=0o700, exist_ok=True)
-        ports = {name: free_port() for name in ("etcd", "etcd_peer", "apiserver", "registry", "kcm")}
+        ports = {name: free_port() for name in ("etcd", "etcd_peer", "apiserver", "registry", "registry_tls", "kcm")}
         self.state = {
             "folder": self.folder,
             "ports": ports,
@@ -202,6 +204,7 @@ class Cluster:
             self._write_kubeconfigs()
             self._start_kcm()
             self._start_registry()
+            self._start_tls_registry()
             self._push_charts()
             self._start_agent()
             self._wait_ready()
@@ -395,22 +398,89 @@ class Cluster:
                 return r.status == 200
         self._wait("registry", reg_ok, proc="registry")
 
+    # A second registry like a private mirror (an Azure Container Registry with a private CA): HTTPS with a
+    # certificate from its own CA (not the cluster's) and htpasswd (bcrypt) authentication. Its password is
+    # random per run and kept in a 0600 file only (env() gives the file's path, never the password).
+    TLS_REGISTRY_USER = "kueueops"
+
+    @property
+    def tls_registry_pki(self) -> str:
+        return self.path("pki", "registry")
+
+    @property
+    def tls_registry(self) -> str:
+        return "127.0.0.1:%d" % self.state["ports"]["registry_tls"]
+
+    @property
+    def tls_chart_ref(self) -> str:
+        return "oci://%s/kueue/charts/kueue" % self.tls_registry
+
+    def tls_registry_password(self) -> str:
+        with open(os.path.join(self.tls_registry_pki, "password")) as handle:
+            return handle.read()
+
+    def _start_tls_registry(self) -> None:
+        import bcrypt  # a test requirement (requirements-test.txt): distribution's htpasswd reads bcrypt only
+
+        folder = self.tls_registry_pki
+        ca = pki.CA(folder)  # its own CA: trusting the cluster's CA is not enough
+        crt, key = ca.issue(os.path.join(folder, "server"), "kueueops-registry", dns_names=["localhost"],
+                            ip_addresses=["127.0.0.1"], server=True)
+        password = secrets.token_urlsafe(18)
+        pki._write(os.path.join(folder, "password"), password.encode())
+        # Cost 5: every request checks the hash; this is a throwaway password for a loopback registry.
+        digest = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=5)).decode()
+        pki._write(os.path.join(folder, "htpasswd"), ("%s:%s\n" % (self.TLS_REGISTRY_USER, digest)).encode())
+        cfg = self.path("registry-tls.yml")
+        with open(cfg, "w") as handle:
+            handle.write(
+                "version: 0.1\n"
+                "log:\n  level: warn\n"
+                "storage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\n"
+                "auth:\n  htpasswd:\n    realm: kueueops-registry\n    path: %s\n"
+                "http:\n  addr: %s\n  tls:\n    certificate: %s\n    key: %s\n"
+                % (self.path("registry-tls"), os.path.join(folder, "htpasswd"), self.tls_registry, crt, key))
+        self._spawn("registry-tls", [self.state["tools"]["KUEUEOPS_REGISTRY"], "serve", cfg],
+                    env={"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none",
+                         "OTEL_LOGS_EXPORTER": "none", "OTEL_SDK_DISABLED": "true"})
+        ctx = ssl.create_default_context(cafile=ca.cert_path)
+
+        def reg_ok():
+            try:
+                urllib.request.urlopen("https://%s/v2/" % self.tls_registry, context=ctx, timeout=2)
+            except urllib.error.HTTPError as exc:
+                return exc.code == 401  # up, and asking for credentials
+            return False
+        self._wait("registry-tls", reg_ok, proc="registry-tls")
+
     @property
     def chart_ref(self) -> str:
         return "oci://127.0.0.1:%d/kueue/charts/kueue" % self.state["ports"]["registry"]
 
     def _push_charts(self) -> None:
+        """Every chart to both registries, the pushes to each in parallel (helm waits on I/O)."""
         tools = self.state["tools"]
-        pushed = []
+        helm = tools["KUEUEOPS_HELM"]
+        # The harness's own login to the TLS registry, in a registry config of its own (0600) that no test uses.
+        tls_env = dict(self.helm_env(), HELM_REGISTRY_CONFIG=os.path.join(self.tls_registry_pki, "push-login.json"))
+        ca = ["--ca-file", os.path.join(self.tls_registry_pki, "ca.crt")]
+        subprocess.run([helm, "registry", "login", self.tls_registry, "--username", self.TLS_REGISTRY_USER,
+                        "--password-stdin"] + ca, input=self.tls_registry_password().encode(), check=True,
+                       capture_output=True, env=tls_env)
+        pushed, procs = [], []
         for item in tools["KUEUEOPS_KUEUE_CHARTS"].split():
             version, _, tgz = item.partition("=")
             if not os.path.exists(tgz):
                 raise HarnessError("chart for Kueue %s missing (%r): run `make toolchain`" % (version, tgz))
-            subprocess.run(
-                [tools["KUEUEOPS_HELM"], "push", tgz, self.chart_ref.rsplit("/", 1)[0], "--plain-http"],
-                check=True, capture_output=True, env=self.helm_env(),
-            )
+            for argv, env in (([helm, "push", tgz, self.chart_ref.rsplit("/", 1)[0], "--plain-http"], self.helm_env()),
+                              ([helm, "push", tgz, self.tls_chart_ref.rsplit("/", 1)[0]] + ca, tls_env)):
+                procs.append((argv, subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                                     stdin=subprocess.DEVNULL, env=env)))
             pushed.append(version.lstrip("v"))
+        for argv, proc in procs:
+            _out, err = proc.communicate(timeout=120)
+            if proc.returncode != 0:
+                raise HarnessError("%s failed (%d): %s" % (" ".join(argv), proc.returncode, err.decode()))
         self.state["chart_versions"] = pushed
         self._save()
 
@@ -462,7 +532,7 @@ class Cluster:
         if os.path.isdir(self.folder):
             self._save()
             # Data is per run: a new `up` starts from an empty etcd and registry.
-            for sub in ("etcd", "registry", "agent"):
+            for sub in ("etcd", "registry", "registry-tls", "agent"):
                 subprocess.run(["rm", "-rf", self.path(sub)], check=False)
 
     def _agent_children(self):
@@ -484,6 +554,12 @@ class Cluster:
             "KUEUE_CHART_REF": self.chart_ref,
             "KUEUE_CHART_VERSIONS": " ".join(self.state.get("chart_versions", [])),
             "KUEUE_REGISTRY_PLAIN_HTTP": "true",
+            # The TLS + htpasswd registry (the same charts): its CA, user and the 0600 file with its password.
+            "KUEUE_TLS_CHART_REF": self.tls_chart_ref,
+            "KUEUE_TLS_REGISTRY": self.tls_registry,
+            "KUEUE_TLS_REGISTRY_CA": os.path.join(self.tls_registry_pki, "ca.crt"),
+            "KUEUE_TLS_REGISTRY_USER": self.TLS_REGISTRY_USER,
+            "KUEUE_TLS_REGISTRY_PASSWORD_FILE": os.path.join(self.tls_registry_pki, "password"),
             "HELM_V3": tools["KUEUEOPS_HELM"],
             "HELM_V4": tools["KUEUEOPS_HELM_V4"],
             "KUEUEOPS_RUN_DIR": self.folder,

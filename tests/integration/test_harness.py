@@ -111,6 +111,31 @@ def test_listeners_are_loopback_before_kueue(cluster, kube):
     assert_loopback_only(cluster, kube)
 
 
+def test_tls_registry_needs_its_own_ca_and_the_password(cluster):
+    """The private-mirror registry: TLS from a CA of its own (the system's and the cluster's do not verify it),
+    htpasswd authentication, the same charts as the plain one; it listens on loopback (checked above)."""
+    import base64
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    url = "https://%s/v2/kueue/charts/kueue/tags/list" % cluster.tls_registry
+    for ctx in (ssl.create_default_context(), ssl.create_default_context(cafile=cluster.path("pki", "ca.crt"))):
+        with pytest.raises(urllib.error.URLError) as err:
+            urllib.request.urlopen(url, context=ctx, timeout=5)
+        assert "CERTIFICATE_VERIFY_FAILED" in str(err.value)
+    ctx = ssl.create_default_context(cafile=os.environ["KUEUE_TLS_REGISTRY_CA"])
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(url, context=ctx, timeout=5)
+    assert err.value.code == 401 and err.value.headers["WWW-Authenticate"].startswith("Basic")
+    basic = base64.b64encode(("%s:%s" % (cluster.TLS_REGISTRY_USER, cluster.tls_registry_password())).encode())
+    request = urllib.request.Request(url, headers={"Authorization": "Basic " + basic.decode()})
+    with urllib.request.urlopen(request, context=ctx, timeout=5) as resp:
+        assert sorted(json.load(resp)["tags"]) == sorted(cluster.state["chart_versions"])
+    mode = os.stat(os.environ["KUEUE_TLS_REGISTRY_PASSWORD_FILE"]).st_mode & 0o777
+    assert mode == 0o600 and cluster.tls_registry_password() not in json.dumps(cluster.env())
+
+
 @pytest.mark.parametrize("helm_major", ["v3", "v4"])
 def test_kueue_chart_end_to_end(cluster, kube, helm_major):
     binary = os.environ["HELM_V3"] if helm_major == "v3" else os.environ["HELM_V4"]

@@ -125,6 +125,28 @@ CASES = [
              "integrations": {"frameworks": ["batch/job"]}}}})}),
     Case("helm-password-without-username", "kueue_helm", ["registry_username", "registry_password"],
          ["give both"], {"args": helm_args(registry_password="s3cret-corpus")}),
+    # ---- kueue_helm: the private registry's options (TLS with a private CA, client certificates, credentials)
+    Case("helm-registry-ca-file-missing", "kueue_helm", ["registry_ca_file", "/nonexistent/registry-ca.pem"],
+         ["existing PEM file"], {"args": helm_args(plain_http=False, registry_ca_file="/nonexistent/registry-ca.pem")}),
+    Case("helm-registry-cert-without-key", "kueue_helm", ["registry_key_file", "registry_cert_file is set without"],
+         ["give both", "or neither"], {"args": helm_args(plain_http=False, registry_cert_file="{files}/a-file")}),
+    Case("helm-registry-key-without-cert", "kueue_helm", ["registry_cert_file", "registry_key_file is set without"],
+         ["give both", "or neither"], {"args": helm_args(plain_http=False, registry_key_file="{files}/a-file")}),
+    Case("helm-registry-insecure-with-plain-http", "kueue_helm",
+         ["registry_insecure_skip_tls_verify", "plain HTTP has no TLS"], ["remove plain_http"],
+         {"args": helm_args(registry_insecure_skip_tls_verify=True)}),
+    Case("helm-registry-ca-file-with-plain-http", "kueue_helm", ["registry_ca_file", "plain HTTP has no TLS"],
+         ["remove plain_http"], {"args": helm_args(registry_ca_file="{files}/a-file")}),
+    Case("helm-registry-insecure-not-bool", "kueue_helm", ["registry_insecure_skip_tls_verify", "sometimes"],
+         ["bool"], {"args": helm_args(plain_http=False, registry_insecure_skip_tls_verify="sometimes")}),
+    Case("helm-registry-ca-untrusted", "kueue_helm", ["registry_ca_file", "cannot be verified"],
+         ["registry_insecure_skip_tls_verify"],
+         {"args": helm_args(chart_ref="{tls_chart_ref}", plain_http=False, registry_username="{tls_user}",
+                            registry_password="s3cret-corpus")}),
+    Case("helm-registry-wrong-password", "kueue_helm", ["registry_password", "refused"],
+         ["check registry_username and registry_password"],
+         {"args": helm_args(chart_ref="{tls_chart_ref}", plain_http=False, registry_ca_file="{tls_ca}",
+                            registry_username="{tls_user}", registry_password="s3cret-corpus")}),
     Case("helm-timeout-zero", "kueue_helm", ["timeout"], ["timeout: 300"], {"args": helm_args(timeout=0)}),
     Case("helm-timeout-wrong-type", "kueue_helm", ["timeout", "soon"], ["int"], {"args": helm_args(timeout="soon")}),
     Case("helm-state-invalid", "kueue_helm", ["state", "installed"], ["present, absent"],
@@ -375,7 +397,10 @@ def _fill(value, subst):
 def test_bad_input_fails_safely(case, corpus, request, tmp_path):
     kube = corpus["kube"]
     args = _fill(case.data["args"], {"files": corpus["files"], "tmp": str(tmp_path),
-                                     "chart_ref": os.environ["KUEUE_CHART_REF"]})
+                                     "chart_ref": os.environ["KUEUE_CHART_REF"],
+                                     "tls_chart_ref": os.environ["KUEUE_TLS_CHART_REF"],
+                                     "tls_ca": os.environ["KUEUE_TLS_REGISTRY_CA"],
+                                     "tls_user": os.environ["KUEUE_TLS_REGISTRY_USER"]})
     env = {}
     ctl = None
     if case.entry == "kueue_extension":

@@ -117,6 +117,20 @@ CASES = [
       playbook=SITE, vars={"kueue_helm_values_files": ["{tmp}/no-such-values.yaml"]}),
     C("helm-timeout-not-a-number", "install", ["kueue_helm_timeout"], ["int"],
       playbook=SITE, vars={"kueue_helm_timeout": "five minutes"}),
+    C("registry-ca-file-missing", "install", ["kueue_helm_registry_ca_file", "{tmp}/no-such-ca.pem"], ["PEM file"],
+      playbook=SITE, vars={"kueue_helm_plain_http": False, "kueue_helm_registry_ca_file": "{tmp}/no-such-ca.pem"}),
+    C("registry-cert-without-key", "install", ["kueue_helm_registry_key_file", "registry_cert_file is set without"],
+      ["or neither"], playbook=SITE, vars={"kueue_helm_plain_http": False,
+                                           "kueue_helm_registry_cert_file": "{KUEUE_TLS_REGISTRY_CA}"}),
+    C("registry-ca-untrusted", "install", ["kueue_helm_registry_ca_file", "cannot be verified"],
+      ["kueue_helm_registry_insecure_skip_tls_verify"],
+      playbook=SITE, vars={"kueue_helm_chart_ref": "{KUEUE_TLS_CHART_REF}", "kueue_helm_plain_http": False}),
+    C("registry-options-on-extension", "install",
+      ["kueue_install_method is extension", "kueue_helm_registry_ca_file", "kueue_helm_registry_insecure_skip_tls_verify"],
+      ["kueue_install_method: helm"],
+      playbook=SITE, vars={"kueue_install_method": "extension", "kueue_aks_resource_group": "rg-batch",
+                           "kueue_aks_cluster_name": "aks-batch", "kueue_helm_registry_ca_file": "/etc/registry-ca.pem",
+                           "kueue_helm_registry_insecure_skip_tls_verify": True}),
     C("chart-ref-unreachable", "install", ["kueue_helm_chart_ref", "127.0.0.1"], ["registry"],
       playbook=SITE, vars={"kueue_helm_chart_ref": "oci://127.0.0.1:{closed_port}/charts/kueue"}),
     # ---------------------------------------------------------------- environment
@@ -361,7 +375,8 @@ def test_bad_input_fails_safely(case, setup, request, tmp_path):
     if data.get("arm"):
         request.getfixturevalue("arm")
         ctl = request.getfixturevalue("arm_control")
-    ctx.update({k: os.environ.get(k, "") for k in ("AKS_RESOURCE_GROUP", "AKS_CLUSTER_NAME")})
+    ctx.update({k: os.environ.get(k, "") for k in (
+        "AKS_RESOURCE_GROUP", "AKS_CLUSTER_NAME", "KUEUE_TLS_CHART_REF", "KUEUE_TLS_REGISTRY_CA")})
     inventory = HELM_INVENTORY
     if data.get("inventory") == "extension":
         inventory = _extension_inventory(tmp_path / "ext.yml", _fill(data.get("host", {}), ctx))

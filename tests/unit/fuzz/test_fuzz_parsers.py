@@ -90,10 +90,16 @@ def test_catalog_validation(version, gates, integrations):
 
 
 @FUZZ
-@given(st.lists(st.one_of(versions, st.text(max_size=20)), max_size=8), st.booleans(), st.text(max_size=40))
-def test_oci_tags_and_refs(tags, pre, ref):
-    latest = helm_runner.pick_latest(tags, include_prerelease=pre)
-    assert latest is None or latest in tags
+@given(st.text(max_size=200), st.one_of(st.none(), versions), st.booleans())
+def test_registry_failures(stderr, version, logged_in):
+    error = helm_runner.registry_failure(helm_runner.HelmError(stderr), 'oci://r.io/k', version=version,
+                                         logged_in=logged_in)
+    assert error is None and version or error.field and 'Fix:' in error.message()
+
+
+@FUZZ
+@given(st.text(max_size=40))
+def test_oci_refs(ref):
     for candidate in (ref, 'oci://' + ref):
         try:
             host, repo = helm_runner.split_oci_ref(candidate)

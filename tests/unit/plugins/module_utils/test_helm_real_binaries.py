@@ -45,6 +45,10 @@ def _binary(major):
     return path
 
 
+# Every registry TLS flag the runner can emit (a real call never sets them all with --plain-http).
+TLS = {"ca_file": "/ca.pem", "cert_file": "/c.pem", "key_file": "/k.pem", "insecure_skip_tls_verify": True}
+
+
 def _flags(args):
     return sorted({a.split("=", 1)[0] for a in args if a.startswith("--")})
 
@@ -68,11 +72,11 @@ def test_every_emitted_flag_is_accepted(major):
     checks = [
         (("upgrade",), r.upgrade_args("kueue", "ns", "oci://r/x", version="1.0.0", values_file="/v.json",
                                        values_files=["/u.yaml"], create_namespace=True, wait=True, timeout=60,
-                                       atomic=True, plain_http=True)),
+                                       atomic=True, plain_http=True, tls=TLS)),
         (("uninstall",), r.uninstall_args("kueue", "ns", wait=True, timeout=60)),
-        (("registry", "login"), r.registry_login_args("r.example", "bob", plain_http=True, insecure=True)),
-        (("show", "values"), ["show", "values"] + r._chart_args("oci://r/x", "1.0.0", True)),
-        (("show", "chart"), ["show", "chart"] + r._chart_args("oci://r/x", "1.0.0", True)),
+        (("registry", "login"), r.registry_login_args("r.example", "bob", plain_http=True, tls=TLS)),
+        (("show", "values"), ["show", "values"] + r._chart_args("oci://r/x", "1.0.0", True, TLS)),
+        (("show", "chart"), ["show", "chart"] + r._chart_args("oci://r/x", "1.0.0", True, TLS)),
         (("status",), ["status", "kueue", "--namespace", "ns", "--output", "json"]),
         (("get", "values"), ["get", "values", "kueue", "--namespace", "ns", "--output", "json"]),
     ]

@@ -171,24 +171,6 @@ def test_show_values_args():
                                                    "--version", "0.19.2", "--plain-http"]
 
 
-@pytest.mark.parametrize("tags,pre,expected", [
-    (["0.13.4", "0.19.2", "0.9.10", "latest", "sha256-abc.sig", "0.19.10-rc.0", "v0.18.6", "main"], False, "0.19.2"),
-    (["0.19.2", "0.19.10-rc.0", "0.19.10-rc.1", "0.19.3-devel"], True, "0.19.10-rc.1"),
-    (["0.20.0-rc.1", "0.20.0"], True, "0.20.0"),
-    (["1.0.0_build.5", "0.99.0"], False, "1.0.0_build.5"),
-    (["latest", "buildcache"], False, None),
-    ([], False, None),
-])
-def test_pick_latest(tags, pre, expected):
-    assert hr.pick_latest(tags, include_prerelease=pre) == expected
-
-
-def test_semver_prerelease_precedence():
-    ordered = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11",
-               "1.0.0-rc.1", "1.0.0"]
-    assert sorted(reversed(ordered), key=hr.semver_key) == ordered
-
-
 @pytest.mark.parametrize("ref", ["registry.k8s.io/kueue", "oci://registry.k8s.io", "oci://r.io/kueue:0.19.2"])
 def test_split_oci_ref_rejects(ref):
     with pytest.raises(KueueOpsError):
@@ -219,14 +201,109 @@ def test_uninstall_reasons_keep_errors_and_refusals_not_the_debug_log():
     assert hr.uninstall_reasons("") == ""
 
 
-def test_check_published_names_chart_version_and_the_published_versions():
-    tags = ["0.18.4", "0.19.2", "sha256-abc.sig"]
-    hr.check_published("0.19.2", tags, "oci://r/kueue")
-    hr.check_published("v0.19.2", tags, "oci://r/kueue")
-    hr.check_published("1.0.0+build", ["1.0.0_build"], "oci://r/kueue")
-    hr.check_published("0.1.0", [], "oci://r/kueue")  # a registry that lists nothing: helm reports it
+TLS = {"ca_file": "/etc/pki/ca.pem", "cert_file": "/c.pem", "key_file": "/k.pem", "insecure_skip_tls_verify": True}
+
+
+def test_tls_args_on_every_registry_call_and_login_names_insecure_its_own_way():
+    r = runner("v3.19.5")
+    flags = ["--ca-file", "/etc/pki/ca.pem", "--cert-file", "/c.pem", "--key-file", "/k.pem"]
+    assert r.tls_args(TLS) == flags + ["--insecure-skip-tls-verify"]
+    assert r.tls_args(TLS, login=True) == flags + ["--insecure"]
+    assert r.tls_args(None) == [] and r.tls_args({"ca_file": None, "insecure_skip_tls_verify": False}) == []
+    assert r.registry_login_args("r.io", "bob", tls={"ca_file": "/ca"}) == [
+        "registry", "login", "r.io", "--username", "bob", "--password-stdin", "--ca-file", "/ca"]
+    assert r._chart_args("oci://r.io/k", None, False, {"ca_file": "/ca"}) == ["oci://r.io/k", "--ca-file", "/ca"]
+    up = r.upgrade_args("kueue", "ns", "oci://r.io/k", version="1.0.0", tls={"insecure_skip_tls_verify": True})
+    assert "--insecure-skip-tls-verify" in up and up[-2:] == ["--output", "json"]
+
+
+def test_show_chart_without_version_lets_helm_resolve_the_newest():
+    r = runner("v4.2.4", answers=[(lambda a: a[1:3] == ["show", "chart"], (0, "name: kueue\nversion: 0.19.2\n", ""))])
+    assert r.show_chart("oci://127.0.0.1:5000/kueue", tls={"ca_file": "/ca"})["version"] == "0.19.2"
+    assert r.run_command.calls[-1]["args"][1:] == ["show", "chart", "oci://127.0.0.1:5000/kueue", "--ca-file", "/ca"]
+
+
+@pytest.fixture
+def pem_files(tmp_path):
+    paths = {}
+    for name in ("ca.pem", "cert.pem", "key.pem"):
+        (tmp_path / name).write_text("-----BEGIN CERTIFICATE-----\n")
+        paths[name] = str(tmp_path / name)
+    return paths
+
+
+def test_registry_tls_accepts_what_helm_uses(pem_files):
+    params = {"registry_ca_file": pem_files["ca.pem"], "registry_cert_file": pem_files["cert.pem"],
+              "registry_key_file": pem_files["key.pem"], "registry_insecure_skip_tls_verify": False,
+              "plain_http": False}
+    assert hr.registry_tls(params) == {"ca_file": pem_files["ca.pem"], "cert_file": pem_files["cert.pem"],
+                                       "key_file": pem_files["key.pem"], "insecure_skip_tls_verify": False}
+    assert hr.registry_tls({"plain_http": True}) == {"ca_file": None, "cert_file": None, "key_file": None,
+                                                    "insecure_skip_tls_verify": False}
+
+
+@pytest.mark.parametrize("params,field,needles", [
+    ({"registry_ca_file": "/nonexistent/ca.pem"}, "registry_ca_file", ["/nonexistent/ca.pem", "existing PEM"]),
+    ({"registry_cert_file": "{cert}"}, "registry_key_file", ["registry_cert_file is set without", "neither"]),
+    ({"registry_key_file": "{key}"}, "registry_cert_file", ["registry_key_file is set without", "neither"]),
+    ({"registry_insecure_skip_tls_verify": True, "plain_http": True}, "registry_insecure_skip_tls_verify",
+     ["plain HTTP has no TLS", "remove plain_http"]),
+    ({"registry_ca_file": "{ca}", "plain_http": True}, "registry_ca_file", ["plain HTTP has no TLS"]),
+])
+def test_registry_tls_refuses_what_helm_would_ignore(pem_files, params, field, needles):
+    files = dict((k.split(".")[0], v) for k, v in pem_files.items())
+    params = dict((k, v.format(**files) if isinstance(v, str) else v) for k, v in params.items())
     with pytest.raises(KueueOpsError) as err:
-        hr.check_published("0.1.0", tags, "oci://r/kueue")
+        hr.registry_tls(params)
+    assert err.value.field == field
     msg = err.value.message()
-    assert msg.startswith("chart_version: version 0.1.0 is not published in oci://r/kueue")
-    assert "Fix: give a published version (newest first: 0.19.2, 0.18.4), or latest." in msg
+    assert all(n in msg for n in needles), msg
+    assert "Fix:" in msg
+
+
+REF = "oci://127.0.0.1:5443/kueue/charts/kueue"
+
+
+# What helm v3.19.5 / v4.2.4 print (stderr of the real binaries against the harness's registries).
+@pytest.mark.parametrize("stderr,kwargs,field,needle", [
+    ('Error: Get "https://127.0.0.1:5443/v2/kueue/charts/kueue/tags/list": tls: failed to verify certificate: '
+     'x509: certificate signed by unknown authority', {}, "registry_ca_file", "registry_ca_file"),
+    ('Error: Get "https://127.0.0.1:5000/v2/kueue/charts/kueue/tags/list": http: server gave HTTP response to '
+     'HTTPS client', {}, "plain_http", "plain_http: true"),
+    ('Error: GET "https://127.0.0.1:5443/v2/kueue/charts/kueue/tags/list": basic credential not found', {},
+     "registry_username", "helm registry login"),
+    ('Error: GET "https://127.0.0.1:5443/v2/kueue/charts/kueue/tags/list": response status code 401: '
+     'unauthorized: authentication required: [map[Action:pull Class: Name:kueue/charts/kueue Type:repository]]',
+     {}, "registry_username", "helm registry login"),
+    ('Error: authenticating to "127.0.0.1:5443": GET "https://127.0.0.1:5443/v2/": response status code 401: '
+     'unauthorized: authentication required', {"logged_in": True}, "registry_password",
+     "check registry_username and registry_password"),
+    ('Error: GET "http://127.0.0.1:5443/v2/kueue/charts/kueue/tags/list": response status code 400: Bad Request',
+     {"plain_http": True}, "plain_http", "remove plain_http"),
+    ('Error: GET "https://127.0.0.1:5443/v2/kueue/charts/nothing/tags/list": response status code 404: name '
+     'unknown: repository name not known to registry: map[name:kueue/charts/nothing]', {"version": "0.1.0"},
+     "chart_ref", "repository path"),
+    ('Error: unable to locate any tags in provided repository: oci://127.0.0.1:5443/kueue/charts/kueue', {},
+     "chart_version", "exact chart_version"),
+    ('Error: Get "https://127.0.0.1:1/v2/": dial tcp 127.0.0.1:1: connect: connection refused', {},
+     "chart_ref", "registry address"),
+    ('Error: something nobody expected', {"version": "0.19.2"}, "chart_ref", "registry_ca_file"),
+])
+def test_registry_failure_names_the_option_to_change(stderr, kwargs, field, needle):
+    error = hr.registry_failure(hr.HelmError("helm show failed (rc=1): " + stderr), REF, **kwargs)
+    assert error.field == field
+    msg = error.message()
+    assert needle in msg and "Fix:" in msg and stderr.splitlines()[-1] in msg
+
+
+def test_registry_failure_leaves_an_unpublished_version_to_the_caller():
+    stderr = ('Error: failed to perform "FetchReference" on source: 127.0.0.1:5443/kueue/charts/kueue:0.1.0: '
+              'not found')
+    assert hr.registry_failure(hr.HelmError(stderr), REF, version="0.1.0") is None
+    # without a version, "not found" is not about a version
+    assert hr.registry_failure(hr.HelmError(stderr), REF).field == "chart_ref"
+
+
+def test_registry_failure_port_numbers_are_not_status_codes():
+    error = hr.registry_failure(hr.HelmError('Error: dial tcp 127.0.0.1:40123: connect: connection refused'), REF)
+    assert error.field == "chart_ref"
