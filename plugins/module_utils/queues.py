@@ -170,12 +170,14 @@ def obj_label(obj):
 
 
 # ----------------------------------------------------------------- quantities
+# The grammar of k8s.io/apimachinery's resource.ParseQuantity (quantity.go, suffix.go): ASCII digits
+# only, binary suffixes Ki..Ei, decimal suffixes n, u, m, k, M, G, T, P, E, or an integer exponent.
 _QUANTITY_RE = re.compile(
-    r'^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))'
-    r'(?P<suffix>[eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|)$'
+    r'\A(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))'
+    r'(?P<suffix>[eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|)\Z'
 )
 _BINARY = {'Ki': 1, 'Mi': 2, 'Gi': 3, 'Ti': 4, 'Pi': 5, 'Ei': 6}
-_DECIMAL = {'m': -3, '': 0, 'k': 3, 'M': 6, 'G': 9, 'T': 12, 'P': 15, 'E': 18}
+_DECIMAL = {'n': -9, 'u': -6, 'm': -3, '': 0, 'k': 3, 'M': 6, 'G': 9, 'T': 12, 'P': 15, 'E': 18}
 
 
 def parse_quantity(value):
@@ -198,7 +200,7 @@ def parse_quantity(value):
     match = _QUANTITY_RE.match(text)
     if not match:
         raise ValueError('%r is not a Kubernetes quantity (a number with an optional suffix '
-                         'm, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent such as 1e3)' % value)
+                         'n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent such as 1e3)' % value)
     try:
         number = Decimal(match.group('num'))
     except InvalidOperation:  # pragma: no cover - the regex only lets numbers through

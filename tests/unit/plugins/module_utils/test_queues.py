@@ -58,13 +58,17 @@ def texts(problems):
     ('1E3', Decimal(1000)), ('1E', Decimal(10) ** 18), ('.5', Decimal('0.5')), ('5.', Decimal(5)),
     ('+3M', Decimal(3000000)), ('-1', Decimal(-1)), (0.25, Decimal('0.25')), ('0', Decimal(0)),
     ('2Ei', Decimal(2 * 1024 ** 6)), ('1e-3', Decimal('0.001')),
+    # n and u: Kubernetes' decimal suffixes for nano and micro (k8s.io/apimachinery suffix.go)
+    ('500n', Decimal('0.0000005')), ('250u', Decimal('0.00025')), ('1.5u', Decimal('0.0000015')),
 ])
 def test_parse_quantity_valid(value, expected):
     assert q.parse_quantity(value) == expected
 
 
 @pytest.mark.parametrize('value', ['', ' 1', '1 ', '10 Gi', 'Gi', '1gi', '1KB', '1.2.3', 'abc', '1e', '1e1.5',
-                                   True, None, [1], {'a': 1}, '1Mi1', '--1', float('inf')])
+                                   True, None, [1], {'a': 1}, '1Mi1', '--1', float('inf'),
+                                   # Kubernetes reads ASCII digits only; Python's \d and Decimal take others
+                                   '\u0661', '1\u0662m', '1\n', '1K', '1ni', '1ui', '1mi', '1_000'])
 def test_parse_quantity_invalid(value):
     with pytest.raises(ValueError):
         q.parse_quantity(value)
