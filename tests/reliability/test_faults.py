@@ -1,6 +1,6 @@
 """Fault injection (issue 8, item 2) on the real local control plane: faults happen to real processes
-(kube-apiserver stopped mid-apply, the Kueue manager held stopped, ARM provisioning slowed down), the
-collection runs through real ansible-playbook, and every run must
+(kube-apiserver stopped mid-apply, the Kueue manager held stopped, the visibility server unreachable, ARM
+provisioning slowed down), the collection runs through real ansible-playbook, and every run must
 
 - fail cleanly: rc != 0, a failed task, no traceback, no MODULE FAILURE;
 - say what happened: what was applied (or was still pending) and the timeout it waited;
@@ -53,6 +53,8 @@ STOP_AFTER = 60  # ClusterQueues seen created before kube-apiserver is stopped
 WAITS = {
     "kueue_helm: helm upgrade --install --wait (timeout)": "test_manager_held_during_install",
     "kueue_verify: wait for Deployments/CRDs/webhooks (timeout)": "test_manager_held_during_install",
+    "kueue_verify: wait for the APIServices served from the namespace to be Available (timeout)":
+        "test_visibility_server_unreachable",
     "kueue_verify: smoke test Jobs admitted (timeout)": "test_queue_waits",
     "kueue_queues: wait for queues Active (timeout)": "test_queue_waits",
     "kueue_queues: prune / state=absent wait for deletion (min(15 s, timeout), warns)": "test_queue_waits",
@@ -434,6 +436,54 @@ def test_queue_waits(cluster, start):
             if exc.status != 404:
                 raise
         clean_ours(kube)
+
+
+# ------------------------------------------------------------------ the visibility server unreachable
+VISIBILITY_APISERVICES = ["v1beta1.visibility.kueue.x-k8s.io", "v1beta2.visibility.kueue.x-k8s.io"]
+
+
+def kueue_apiservices(kube) -> dict:
+    """{name: Available condition} of the APIServices served from kueue-system."""
+    out = {}
+    for svc in client.ApiregistrationV1Api(kube).list_api_service().items:
+        if svc.spec.service and svc.spec.service.namespace == "kueue-system":
+            out[svc.metadata.name] = next((c for c in svc.status.conditions or [] if c.type == "Available"), None)
+    return out
+
+
+def test_visibility_server_unreachable(cluster, start):
+    """The node agent stops proxying the visibility Service only (the manager keeps running and stays
+    ready, as behind a NetworkPolicy): the aggregator marks the chart's APIServices Available=False
+    (FailedDiscoveryCheck), and kueue_verify fails after its timeout naming each with that reason and
+    the aggregator's message, every other check passing; proxied again, verify waits and passes."""
+    kube = start.with_kueue()
+    assert sorted(kueue_apiservices(kube)) == VISIBILITY_APISERVICES
+    verify = {"kubeconfig": "{{ kueue_kubeconfig }}", "install_method": "helm"}
+    harness("visibility-block")
+    try:
+        wait_for("the aggregator to find the visibility server unreachable", lambda: all(
+            c is not None and c.status == "False" for c in kueue_apiservices(kube).values()), timeout=120)
+        failed = timed("kueue_verify, visibility Service unreachable, timeout 10",
+                       module_play("kueue_verify", dict(verify, timeout=10), name="Verify"))
+        msg = assert_fails_cleanly(failed)
+        res = failed.result("Verify")
+        assert sorted(res["failed_checks"]) == ["apiservice/" + n for n in VISIBILITY_APISERVICES], res
+        assert "Kueue verification failed after waiting 10s (timeout) (2 of" in msg, msg
+        for name in VISIBILITY_APISERVICES:
+            version = name.split(".")[0]
+            assert "apiservice/%s: Available=False (FailedDiscoveryCheck): failing or missing response from " \
+                   "https://" % name in msg, msg
+            assert "/apis/visibility.kueue.x-k8s.io/%s" % version in msg, msg
+        assert "(Service kueue-system/kueue-visibility-server)" in msg, msg
+        assert "kubectl get apiservice " + " ".join(VISIBILITY_APISERVICES) in msg, msg
+        assert "deployment/kueue-controller-manager" not in res["failed_checks"]  # the manager stays ready
+    finally:
+        harness("visibility-unblock")
+    recovered = timed("kueue_verify once the visibility Service is proxied again",
+                      module_play("kueue_verify", dict(verify, timeout=180), name="Verify"))
+    assert recovered.rc == 0, recovered.stdout[-3000:]
+    checks = {c["name"]: c for c in recovered.result("Verify")["checks"]}
+    assert all(checks["apiservice/" + n]["ok"] for n in VISIBILITY_APISERVICES), checks
 
 
 # ------------------------------------------------------------------ helm uninstall waits
