@@ -59,6 +59,8 @@ WAITS = {
     "kueue_queues: wait for queues Active (timeout)": "test_queue_waits",
     "kueue_queues: prune / state=absent wait for deletion (min(15 s, timeout), warns)": "test_queue_waits",
     "kueue_helm absent: CRDs still terminating (clear finalizers, timeout)": "test_helm_uninstall_waits",
+    "kueue_helm absent: APIServices served from the namespace gone before it is deleted (timeout)":
+        "test_helm_uninstall_waits",
     "kueue_helm absent: namespace still terminating (timeout)": "test_helm_uninstall_waits",
     "kueue_extension: LRO poller (timeout)": "test_extension_waits",
     "kueue_extension: an operation already running settles (timeout)": "test_extension_waits",
@@ -488,10 +490,13 @@ def test_visibility_server_unreachable(cluster, start):
 
 # ------------------------------------------------------------------ helm uninstall waits
 def test_helm_uninstall_waits(cluster, start):
-    """kueue_helm state=absent waits for Kueue's CRDs, then for its namespace, to be gone. A foreign
-    finalizer on a ClusterQueue keeps the CRDs terminating, one on a ConfigMap keeps the namespace:
-    each run fails after its timeout naming what is left; without them, a re-run finishes, and the
-    next changes nothing. This also gives the cluster back without Kueue."""
+    """kueue_helm state=absent waits for Kueue's CRDs, then for the APIServices served from its namespace,
+    then for the namespace, to be gone. A foreign finalizer on a ClusterQueue keeps the CRDs terminating;
+    a visibility APIService left behind by the release (its Service gone, so it is unavailable and would
+    fail the namespace controller's discovery forever) is deleted before the namespace, and while a
+    finalizer keeps it the namespace is not touched; a finalizer on a ConfigMap keeps the namespace: each
+    run fails after its timeout naming what is left; without them, a re-run finishes with the namespace
+    gone, and the next changes nothing. This also gives the cluster back without Kueue."""
     if start.had_kueue:
         pytest.skip("this drill uninstalls Kueue, which was installed before the module started")
     kube = start.with_kueue()
@@ -519,6 +524,21 @@ def test_helm_uninstall_waits(cluster, start):
         except client.exceptions.ApiException as exc:
             if exc.status != 404:
                 raise
+
+    reg = client.ApiregistrationV1Api(kube)
+    leftover = VISIBILITY_APISERVICES[1]
+    created = []
+
+    def unkeep_apiservice(delete=False):
+        if not created:
+            return
+        try:
+            reg.patch_api_service(leftover, {"metadata": {"finalizers": None}})
+            if delete:  # an unavailable APIService would fail discovery for every later test
+                reg.delete_api_service(leftover)
+        except client.exceptions.ApiException as exc:
+            if exc.status != 404:
+                raise
     try:
         crds = timed("kueue_helm absent, a ClusterQueue kept by a finalizer, timeout 15",
                      module_play("kueue_helm", absent, name="Uninstall"))
@@ -526,17 +546,38 @@ def test_helm_uninstall_waits(cluster, start):
         assert "Kueue CRDs still terminating after 15s: clusterqueues.kueue.x-k8s.io" in msg, msg
         assert "held by finalizers that are not Kueue's: clusterqueues kf-kept (finalizers kueueops.test/keep)" in msg
         unkeep_cq()
+        # helm uninstall deleted the chart's APIServices; one comes back as a release leaves it when its
+        # records are gone or it is kept by a resource policy: its Service is gone, so it is unavailable.
+        assert not kueue_apiservices(kube)
+        reg.create_api_service({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {
+            "name": leftover, "finalizers": ["kueueops.test/keep"]}, "spec": {
+            "group": "visibility.kueue.x-k8s.io", "version": "v1beta2", "groupPriorityMinimum": 100,
+            "versionPriority": 100, "insecureSkipTLSVerify": True,
+            "service": {"name": "kueue-visibility-server", "namespace": "kueue-system", "port": 443}}})
+        created.append(leftover)
+        wait_for("the leftover APIService unavailable", lambda: getattr(
+            kueue_apiservices(kube).get(leftover), "status", None) == "False", timeout=60)
+        kept = timed("kueue_helm absent, a leftover APIService kept by a finalizer, timeout 15",
+                     module_play("kueue_helm", absent, name="Uninstall"))
+        msg = assert_fails_cleanly(kept)
+        assert "APIService(s) %s still present 15s after their deletion" % leftover in msg, msg
+        assert core.read_namespace("kueue-system").metadata.deletion_timestamp is None  # not before the APIService
+        unkeep_apiservice()
         namespace = timed("kueue_helm absent, a ConfigMap in the namespace kept by a finalizer, timeout 15",
                           module_play("kueue_helm", absent, name="Uninstall"))
         msg = assert_fails_cleanly(namespace)
         assert "namespace kueue-system still terminating after 15s" in msg and "kueueops.test/keep" in msg, msg
+        assert "Discovery failed" not in msg, msg  # the namespace controller's discovery was never blocked
+        assert not kueue_apiservices(kube)
         unkeep_cm()
         patient = module_play("kueue_helm", dict(absent, timeout=180), name="Uninstall")
         done = timed("kueue_helm absent re-run", patient)
         assert done.rc == 0, done.stdout[-3000:]
+        assert not kueue_installed(kube)  # the namespace is gone when the uninstall returns
         again = timed("kueue_helm absent further run", patient)
         assert again.rc == 0 and again.changed == 0, again
     finally:
         unkeep_cq()
+        unkeep_apiservice(delete=True)
         unkeep_cm()
     wait_for("kueue-system gone", lambda: not kueue_installed(kube), timeout=180)
