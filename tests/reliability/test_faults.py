@@ -472,7 +472,7 @@ def test_visibility_server_unreachable(cluster, start):
         assert sorted(res["failed_checks"]) == ["apiservice/" + n for n in VISIBILITY_APISERVICES], res
         assert "Kueue verification failed after waiting 10s (timeout) (2 of" in msg, msg
         for name in VISIBILITY_APISERVICES:
-            version = name.split(".")[0]
+            version = name.split(".", maxsplit=1)[0]
             assert "apiservice/%s: Available=False (FailedDiscoveryCheck): failing or missing response from " \
                    "https://" % name in msg, msg
             assert "/apis/visibility.kueue.x-k8s.io/%s" % version in msg, msg
