@@ -51,6 +51,11 @@ hold-manager: ## Stop the Kueue manager of the local cluster and keep it stopped
 	$(VPY) -m tests.harness hold
 release-manager: ## Let the node agent start the Kueue manager again
 	$(VPY) -m tests.harness release
+.PHONY: block-visibility unblock-visibility
+block-visibility: ## Stop proxying the visibility Service only (its APIServices turn unavailable; for drills)
+	$(VPY) -m tests.harness visibility-block
+unblock-visibility: ## Proxy the visibility Service again
+	$(VPY) -m tests.harness visibility-unblock
 
 .PHONY: unit
 unit: venv ## Unit tests (pure logic, no cluster)

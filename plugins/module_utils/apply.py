@@ -263,9 +263,10 @@ class QueueEngine:
 
     # --------------------------------------------------------- discovery
     def discover(self):
-        """kind -> served version, v1beta2 preferred. Raises KueueOpsError if Kueue is not served."""
+        """kind -> served version, v1beta2 preferred (v1alpha1 only for the kinds older Kueue served
+        there: Topology on Kueue 0.13). Raises KueueOpsError if Kueue is not served."""
         served = {}
-        for version in reversed(q.VERSIONS):  # v1beta1 first, v1beta2 overrides
+        for version in (q.ALPHA,) + tuple(reversed(q.VERSIONS)):  # v1alpha1, v1beta1, v1beta2 overrides
             try:
                 resources = _to_dict(self.custom.get_api_resources(q.GROUP, version, _request_timeout=REQUEST_TIMEOUT))
             except ApiException as exc:
@@ -273,7 +274,7 @@ class QueueEngine:
                     continue
                 raise
             names = set(r.get('name') for r in (resources or {}).get('resources') or [])
-            for kind in q.KUEUE_KINDS:
+            for kind in (q.ALPHA_KINDS if version == q.ALPHA else q.KUEUE_KINDS):
                 if q.PLURALS[kind] in names:
                     served[kind] = version
         if not served:
@@ -283,6 +284,16 @@ class QueueEngine:
         served.update(q.CORE_KINDS)
         self.served = served
         return served
+
+    def serves(self, group, version, plural):
+        """Whether the cluster serves ``plural`` in ``group/version`` (API discovery; a 404 is no)."""
+        try:
+            resources = _to_dict(self.custom.get_api_resources(group, version, _request_timeout=REQUEST_TIMEOUT))
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return plural in set(r.get('name') for r in (resources or {}).get('resources') or [])
 
     def detect_aks_extension(self, namespace):
         """The AKS managed extension runs a ``kueue-extension`` Deployment next to Kueue."""
@@ -753,8 +764,12 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     masked.update(q.secret_values(live['Secret'].values()))
     if params.get('prune'):
         prune_keys = q.prune_candidates(live, desired_keys, engine.manager, aks_managed, objects, kueue_ns)
+    provisioning_api = None
+    if q.provisioning_request_checks(objects):
+        provisioning_api = engine.serves(*q.PROVISIONING_REQUEST_API)
     problems.extend(q.validate(objects, live, namespaces, create_namespaces=params.get('create_namespaces'),
-                               aks_managed=aks_managed, pruned=prune_keys, kueue_namespace=kueue_ns))
+                               aks_managed=aks_managed, pruned=prune_keys, kueue_namespace=kueue_ns,
+                               provisioning_request_api=provisioning_api))
     if problems:
         raise QueueProblems(_scrub(problems, masked), 'input and cross-reference checks')
 

@@ -41,8 +41,30 @@ of v0.19.2; v0.18.4's v1beta2 MultiKueueCluster is the same.)
 
 Cohort (``spec.parentName``), LocalQueue, ResourceFlavor, Topology,
 WorkloadPriorityClass and ProvisioningRequestConfig specs are
-identical in both versions (``spec.parent`` was the v1alpha1 name of
-``spec.parentName``; it is refused with that hint).
+identical in both versions.
+
+``v1alpha1``: manifests written for older Kueue. Cohort was ``v1alpha1`` up to Kueue
+0.12 (``v1beta1`` from 0.13, PR #5595: "The ``.spec.parent`` in Cohort ``v1alpha1`` was
+replaced with ``.spec.parentName``"), Topology up to 0.13 (``v1beta1`` from 0.14, same
+fields). From ``apis/kueue/v1alpha1/cohort_types.go`` (0.9 .. 0.12) and
+``topology_types.go`` / ``tas_types.go`` (0.9 .. 0.13):
+
+=========  ===============================================  ==========================
+kind       v1alpha1                                         v1beta1 / v1beta2
+=========  ===============================================  ==========================
+Cohort     ``spec.parent``                                  ``spec.parentName``
+Cohort     ``spec.resourceGroups`` (v1beta1 ResourceGroup)  the same
+Cohort     ``spec.fairSharing`` (v1beta1 FairSharing)       the same
+Topology   ``spec.levels[].nodeLabel``                      the same
+=========  ===============================================  ==========================
+
+Every v1alpha1 field has an equivalent, so such manifests are converted; what a
+v1alpha1 API server would have dropped (a field that is not in v1alpha1, such as
+``spec.parentName`` in a v1alpha1 Cohort) is refused, naming the v1alpha1 field to
+write or the apiVersion to declare. Kueue 0.13 serves Topology only at ``v1alpha1``:
+a Topology is converted to it there. Other kinds were never ``v1alpha1`` in the
+Kueue versions supported (0.13 .. 0.19); ``spec.parent`` in a v1beta1/v1beta2 Cohort
+is refused with the hint.
 
 MultiKueue. A MultiKueueCluster names the Secret holding a worker cluster's
 kubeconfig (key ``kubeconfig``) in the namespace Kueue runs in. Those Secrets,
@@ -67,6 +89,9 @@ except ImportError:  # pragma: no cover - the module reports the missing library
 
 GROUP = 'kueue.x-k8s.io'
 VERSIONS = ('v1beta2', 'v1beta1')
+# Kinds accepted (and discovered) at v1alpha1, the version of older Kueue (see the module docstring).
+ALPHA = 'v1alpha1'
+ALPHA_KINDS = ('Cohort', 'Topology')
 FIELD_MANAGER = 'kueueops'
 RESOURCE_IN_USE_FINALIZER = 'kueue.x-k8s.io/resource-in-use'
 AKS_PREFIX = 'aks-'
@@ -106,6 +131,11 @@ CORE_KINDS = {'Secret': 'v1'}
 # The Kueue kinds (served by the kueue.x-k8s.io group).
 KUEUE_KINDS = tuple(k for k in KIND_ORDER if k not in CORE_KINDS)
 MULTIKUEUE_CONTROLLER = GROUP + '/multikueue'
+# Kueue's ProvisioningRequest admission check controller needs cluster-autoscaler's ProvisioningRequest
+# API (Kueue 0.13 .. 0.19 import autoscaling.x-k8s.io/v1 and skip the controller when the manager starts
+# without it: cmd/kueue/main.go, ServerSupportsProvisioningRequest). MultiKueue's API is Kueue's own.
+PROVISIONING_REQUEST_CONTROLLER = GROUP + '/provisioning-request'
+PROVISIONING_REQUEST_API = ('autoscaling.x-k8s.io', 'v1', 'provisioningrequests')
 MULTIKUEUE_SECRET_KEY = 'kubeconfig'
 REDACTED = '<redacted>'
 _SECRET_FIELDS = ('apiVersion', 'kind', 'metadata', 'data', 'stringData', 'type', 'immutable')
@@ -170,12 +200,14 @@ def obj_label(obj):
 
 
 # ----------------------------------------------------------------- quantities
+# The grammar of k8s.io/apimachinery's resource.ParseQuantity (quantity.go, suffix.go): ASCII digits
+# only, binary suffixes Ki..Ei, decimal suffixes n, u, m, k, M, G, T, P, E, or an integer exponent.
 _QUANTITY_RE = re.compile(
-    r'^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))'
-    r'(?P<suffix>[eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|)$'
+    r'\A(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))'
+    r'(?P<suffix>[eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|)\Z'
 )
 _BINARY = {'Ki': 1, 'Mi': 2, 'Gi': 3, 'Ti': 4, 'Pi': 5, 'Ei': 6}
-_DECIMAL = {'m': -3, '': 0, 'k': 3, 'M': 6, 'G': 9, 'T': 12, 'P': 15, 'E': 18}
+_DECIMAL = {'n': -9, 'u': -6, 'm': -3, '': 0, 'k': 3, 'M': 6, 'G': 9, 'T': 12, 'P': 15, 'E': 18}
 
 
 def parse_quantity(value):
@@ -198,7 +230,7 @@ def parse_quantity(value):
     match = _QUANTITY_RE.match(text)
     if not match:
         raise ValueError('%r is not a Kubernetes quantity (a number with an optional suffix '
-                         'm, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent such as 1e3)' % value)
+                         'n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent such as 1e3)' % value)
     try:
         number = Decimal(match.group('num'))
     except InvalidOperation:  # pragma: no cover - the regex only lets numbers through
@@ -310,14 +342,25 @@ def convert(obj, source, target, label, problems):
             else:
                 problems.append(Problem(label, 'spec.%s' % name,
                                         'not a field of %s/%s %s' % (GROUP, source, kind)))
-    if kind == 'Cohort' and 'parent' in spec:
+    if kind == 'Cohort' and source != ALPHA and 'parent' in spec:
         problems.append(Problem(label, 'spec.parent',
                                 'not a field of Cohort in v1beta1/v1beta2 (it was the v1alpha1 name); '
-                                'write spec.parentName'))
+                                'write spec.parentName, or declare apiVersion %s/%s' % (GROUP, ALPHA)))
+    if kind == 'Cohort' and source == ALPHA and 'parentName' in spec:
+        problems.append(Problem(label, 'spec.parentName',
+                                'not a field of %s/%s Cohort (a v1alpha1 API server drops it); write spec.parent, '
+                                'or declare apiVersion %s/v1beta2' % (GROUP, ALPHA, GROUP)))
+        return
     if source == target:
         return
 
-    if kind == 'ClusterQueue':
+    if ALPHA in (source, target):
+        # Topology: the same fields in every version. Cohort: only parent/parentName differ.
+        if kind == 'Cohort' and source == ALPHA and 'parent' in spec:
+            spec['parentName'] = spec.pop('parent')
+        elif kind == 'Cohort' and target == ALPHA and 'parentName' in spec:
+            spec['parent'] = spec.pop('parentName')
+    elif kind == 'ClusterQueue':
         if source == 'v1beta1':
             _rename(spec, 'cohort', 'cohortName', label, problems, source, target)
             if 'admissionChecks' in spec:
@@ -411,7 +454,12 @@ def normalise(origin, doc, served, problems, kueue_namespace='kueue-system'):
                                 % (GROUP, GROUP, api_version)))
         return None
     group, version = api_version.split('/', 1)
-    if group != GROUP or version not in VERSIONS:
+    if group == GROUP and version == ALPHA and kind not in ALPHA_KINDS:
+        problems.append(Problem(label, 'apiVersion', '%r: Kueue never served %s at v1alpha1 (only %s, in Kueue '
+                                '0.13 and older); write %s/v1beta2 or %s/v1beta1'
+                                % (api_version, kind, ' and '.join(ALPHA_KINDS), GROUP, GROUP)))
+        return None
+    if group != GROUP or version not in VERSIONS + (ALPHA,):
         problems.append(Problem(label, 'apiVersion', '%r is not supported; write %s/v1beta2 or %s/v1beta1'
                                 % (api_version, GROUP, GROUP)))
         return None
@@ -695,12 +743,20 @@ def find_cohort_cycles(parents):
     return cycles
 
 
+def provisioning_request_checks(objects):
+    """The AdmissionChecks of ``objects`` that Kueue's ProvisioningRequest controller serves."""
+    return [o for o in objects if o.get('kind') == 'AdmissionCheck'
+            and (o.get('spec') or {}).get('controllerName') == PROVISIONING_REQUEST_CONTROLLER]
+
+
 def validate(objects, live, namespaces, create_namespaces=False, aks_managed=False, pruned=None,
-             kueue_namespace='kueue-system'):
+             kueue_namespace='kueue-system', provisioning_request_api=None):
     """Cross-reference and content checks; returns a list of Problems (all of them).
 
     ``live`` maps kind -> {key: live object} (the cluster now); ``namespaces`` is the
     set of existing namespace names; ``pruned`` the keys that this run would delete.
+    ``provisioning_request_api``: whether the cluster serves the ProvisioningRequest API
+    (``False`` refuses the AdmissionChecks that need it; ``None``: not looked up).
     Implicit cohorts are legal in Kueue: a ClusterQueue's ``cohortName`` or a
     Cohort's ``parentName`` may name a cohort that has no Cohort object (Kueue's
     hierarchy manager creates it on the fly), so they are not problems; see
@@ -790,6 +846,15 @@ def validate(objects, live, namespaces, create_namespaces=False, aks_managed=Fal
                 if not exists('ProvisioningRequestConfig', params['name']):
                     problems.append(Problem(label, 'spec.parameters.name',
                                             missing_text('ProvisioningRequestConfig', params['name'])))
+            if spec.get('controllerName') == PROVISIONING_REQUEST_CONTROLLER and provisioning_request_api is False:
+                group, version, plural = PROVISIONING_REQUEST_API
+                problems.append(Problem(label, 'spec.controllerName',
+                                        '%s needs the ProvisioningRequest API (%s/%s %s), which this cluster does '
+                                        'not serve: the check would never become Active and the ClusterQueues using '
+                                        'it would admit nothing. Install cluster-autoscaler\'s ProvisioningRequest '
+                                        'CRD and an autoscaler that serves it (then restart the Kueue manager, which '
+                                        'looks for the API when it starts), or remove this AdmissionCheck and its '
+                                        'references' % (PROVISIONING_REQUEST_CONTROLLER, group, version, plural)))
             if spec.get('controllerName') == MULTIKUEUE_CONTROLLER:
                 if not isinstance(params, dict) or params.get('kind') != 'MultiKueueConfig' \
                         or params.get('apiGroup') != GROUP or not params.get('name'):

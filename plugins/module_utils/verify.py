@@ -79,6 +79,7 @@ class Verifier:
         self.core = k8s.CoreV1Api(api_client)
         self.ext = k8s.ApiextensionsV1Api(api_client)
         self.adm = k8s.AdmissionregistrationV1Api(api_client)
+        self.reg = k8s.ApiregistrationV1Api(api_client)
         self.custom = k8s.CustomObjectsApi(api_client)
 
     # ------------------------------------------------------------- helpers
@@ -178,6 +179,16 @@ class Verifier:
         if self.webhook_probe:
             checks.append(self.probe_webhook())
         return checks
+
+    def check_apiservices(self):
+        """Every APIService served from Kueue's namespace (the chart registers the visibility API,
+        ``v1beta1``/``v1beta2.visibility.kueue.x-k8s.io``, backed by its visibility Service) is
+        Available. An unavailable one breaks discovery for every client (kubectl, the namespace
+        controller); the check names it with the condition's reason and message."""
+        services = kueue_apiservices(self.reg, self.ns)
+        if not services:
+            return [Check("apiservices", True, "no APIService is served from namespace %s" % self.ns)]
+        return [apiservice_check(svc) for svc in services]
 
     def probe_webhook(self):
         """A server-side dry-run create of a ClusterQueue: the API server calls Kueue's
@@ -279,7 +290,7 @@ class Verifier:
     # ------------------------------------------------------------------ run
     def run_checks(self, extra=None):
         checks = []
-        for fn in (self.check_deployments, self.check_crds, self.check_webhooks):
+        for fn in (self.check_deployments, self.check_crds, self.check_webhooks, self.check_apiservices):
             try:
                 checks.extend(fn())
             except ApiException as exc:
@@ -314,6 +325,31 @@ class Verifier:
             time.sleep(min(seconds, 1))
         finally:
             w.stop()
+
+
+def kueue_apiservices(reg, namespace):
+    """The APIServices whose backend Service is in ``namespace``, by name: those the Kueue chart
+    registers there (found by where they point, not by label or name, so another release name or
+    the managed extension's install count too)."""
+    return sorted((svc for svc in reg.list_api_service().items
+                   if svc.spec.service is not None and svc.spec.service.namespace == namespace),
+                  key=lambda svc: svc.metadata.name)
+
+
+def apiservice_check(svc):
+    """A Check of one APIService's ``Available`` condition (``apiservice/<name>``)."""
+    name = svc.metadata.name
+    backend = "%s/%s" % (svc.spec.service.namespace, svc.spec.service.name)
+    cond = next((c for c in (svc.status.conditions if svc.status else None) or [] if c.type == "Available"), None)
+    details = {"service": backend, "status": cond.status if cond else None, "reason": cond.reason if cond else None}
+    if cond is not None and cond.status == "True":
+        return Check("apiservice/%s" % name, True, "Available (Service %s)" % backend, details)
+    if cond is None:
+        reason = "no Available condition yet (the API server has not checked Service %s)" % backend
+    else:
+        reason = "Available=%s (%s): %s (Service %s)" % (cond.status, cond.reason or "no reason",
+                                                         (cond.message or "no message").strip(), backend)
+    return Check("apiservice/%s" % name, False, reason, details)
 
 
 def parse_queue_ref(ref):

@@ -156,7 +156,12 @@ options:
     type: bool
     default: false
   delete_namespace:
-    description: With O(state=absent), also delete O(release_namespace) and wait until it is gone.
+    description:
+      - With O(state=absent), also delete O(release_namespace) and wait until it is gone.
+      - First, every APIService whose backend Service is in O(release_namespace) (the chart's visibility API, left
+        behind when the release is already gone or kept by a C(helm.sh/resource-policy)) is deleted and waited for;
+        with its backend gone it would be unavailable, which fails API discovery and keeps the namespace
+        C(Terminating) (C(NamespaceDeletionDiscoveryFailure)).
     type: bool
     default: false
 extends_documentation_fragment:
@@ -240,6 +245,14 @@ deleted_objects:
   returned: when O(state=absent) and the release existed
   type: dict
   sample: {clusterqueues: 2, localqueues: 7, resourceflavors: 3}
+apiservices_deleted:
+  description:
+    - The APIServices served from O(release_namespace) that were deleted before the namespace (would be, in check
+      mode), so that the namespace deletion does not wait on their discovery.
+  returned: when O(state=absent) and O(delete_namespace=true)
+  type: list
+  elements: str
+  sample: [v1beta2.visibility.kueue.x-k8s.io]
 finalizers_cleared:
   description:
     - How many Kueue objects had their C(kueue.x-k8s.io/) finalizers removed after the uninstall, so that the CRDs
@@ -286,7 +299,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import 
     validate_integrations,
     version_warning,
 )
-from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier
+from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier, kueue_apiservices
 
 try:
     import yaml
@@ -612,11 +625,47 @@ class KueueHelm:
                     result["finalizers_cleared"] = self.clear_kueue_finalizers(p["timeout"] if p["wait"] else 0)
                     self.warnings.append("helm uninstall deleted Kueue's CRDs and with them %s" % ", ".join(
                         "%d %s" % (n, k) for k, n in sorted(counts.items())))
+        if p["delete_namespace"]:
+            # An APIService whose backend goes with the namespace must go first: unavailable, it fails
+            # the namespace controller's discovery and the namespace never finishes terminating.
+            names = [svc.metadata.name for svc in self.apiservices()]
+            result["apiservices_deleted"] = names
+            if names:
+                changed = True
+                if not self.module.check_mode:
+                    self.delete_apiservices(names)
         if ns_exists:
             changed = True
             if not self.module.check_mode:
                 self.delete_namespace()
         return dict(result, changed=changed)
+
+    def apiservices(self):
+        try:
+            return kueue_apiservices(k8s.ApiregistrationV1Api(self.api), self.p["release_namespace"])
+        except ApiException as exc:
+            raise describe_kube_error(exc)
+
+    def delete_apiservices(self, names):
+        """Delete the APIServices ``names`` and wait until they are gone (they carry no finalizers)."""
+        reg = k8s.ApiregistrationV1Api(self.api)
+        for name in names:
+            try:
+                reg.delete_api_service(name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise describe_kube_error(exc)
+        deadline = time.time() + (self.p["timeout"] if self.p["wait"] else 0)
+        left = list(names)
+        while left:
+            left = [svc.metadata.name for svc in self.apiservices() if svc.metadata.name in names]
+            if not left or time.time() >= deadline:
+                break
+            time.sleep(0.2)
+        if left and self.p["wait"]:
+            raise KueueOpsError("APIService(s) %s still present %ss after their deletion" % (
+                ", ".join(left), self.p["timeout"]), field="timeout",
+                fix="raise timeout, or look at what holds them: kubectl get apiservice %s -o yaml" % " ".join(left))
 
     def clear_kueue_finalizers(self, timeout):
         """Remove kueue.x-k8s.io/ finalizers from the objects of terminating Kueue CRDs until

@@ -22,12 +22,19 @@ description:
     fungibility values C(Borrow)/C(Preempt) <-> C(MayStopSearch)). What has no equivalent (for example
     C(spec.concurrentAdmissionPolicy) on a v1beta1-only cluster, or a non-default AdmissionCheck
     C(spec.retryDelayMinutes) on v1beta2) is refused with the field named.
+  - Manifests written for Kueue 0.13 and older are accepted too - C(v1alpha1) Cohort (its C(spec.parent) becomes
+    C(spec.parentName)) and Topology (the same fields) - and a field that is not in C(v1alpha1) (such as
+    C(spec.parentName) there) is refused naming the field to write. Kueue 0.13 serves Topology only at
+    C(v1alpha1); there Topologies are written at that version.
   - B(Validation before the first write.) Cross-references that Kueue accepts but that never work are checked
     (LocalQueue -> ClusterQueue, ClusterQueue -> ResourceFlavors and AdmissionChecks, ResourceFlavor -> Topology,
     AdmissionCheck -> ProvisioningRequestConfig, AdmissionCheck of controller C(kueue.x-k8s.io/multikueue) ->
     MultiKueueConfig, MultiKueueConfig -> MultiKueueClusters, MultiKueueCluster -> Secret in O(kueue_namespace)
-    with a C(kubeconfig) key, Cohort parent cycles, LocalQueue namespaces, quantities, C(aks-) names on clusters
-    running the AKS managed extension). Then every object goes through a server-side
+    with a C(kubeconfig) key, Cohort parent cycles, LocalQueue namespaces, quantities (every suffix Kubernetes
+    accepts, C(n) and C(u) included), C(aks-) names on clusters running the AKS managed extension, and an
+    AdmissionCheck of controller C(kueue.x-k8s.io/provisioning-request) on a cluster that does not serve the
+    ProvisioningRequest API C(autoscaling.x-k8s.io/v1), which would never become Active). Then every object goes
+    through a server-side
     apply dry-run, so the CRD schema (unknown fields are errors), CEL rules and Kueue's validating webhooks judge
     it. All problems are reported together, each with its object and field, and nothing is written.
   - A ClusterQueue's C(cohortName) or a Cohort's C(parentName) may name a cohort that has no Cohort object; Kueue

@@ -15,6 +15,11 @@ description:
   - The webhook configurations pointing at the Kueue namespace carry a CA bundle, and the webhook answers;
     a server-side dry-run create of a ClusterQueue goes through Kueue's mutating and validating webhooks
     without storing anything.
+  - Every APIService served from the Kueue namespace (the chart's visibility API,
+    C(v1beta1.visibility.kueue.x-k8s.io) and C(v1beta2.visibility.kueue.x-k8s.io), found by their backend Service,
+    not by name) is C(Available). A failed check C(apiservice/<name>) gives the condition's reason (for example
+    C(FailedDiscoveryCheck)) and message. An unavailable APIService breaks API discovery for every client and keeps
+    a namespace being deleted C(Terminating).
   - For a Helm install, the release's latest revision is C(deployed) (read from Helm's own release records,
     so no helm binary is needed).
   - Optionally, the feature gates and integrations in effect (read back from the Deployment's arguments and
@@ -132,6 +137,9 @@ checks:
   sample:
     - {name: deployment/kueue-controller-manager, ok: true, reason: "1/1 ready, 1 available"}
     - {name: webhook-roundtrip, ok: false, reason: "dry-run create of a ClusterQueue failed: ..."}
+    - {name: apiservice/v1beta2.visibility.kueue.x-k8s.io, ok: false,
+       reason: "Available=False (FailedDiscoveryCheck): failing or missing response from https://...: ...
+                (Service kueue-system/kueue-visibility-server)"}
 failed_checks:
   description: Names of the checks that failed.
   returned: always
@@ -292,6 +300,10 @@ def main():
         reasons = "; ".join("%s: %s" % (c.name, c.reason) for c in checks if not c.ok)
         hint = (" Look at: kubectl -n %s get deploy,pods; kubectl -n %s logs deploy/kueue-controller-manager; "
                 "kubectl get crd | grep kueue" % (params["namespace"], params["namespace"]))
+        unavailable = [c.name.split("/", 1)[1] for c in checks if not c.ok and c.name.startswith("apiservice/")]
+        if unavailable:
+            hint += "; kubectl get apiservice %s -o yaml (the visibility server runs in the manager)" % " ".join(
+                unavailable)
         waited = " after waiting %ss (timeout)" % params["timeout"] if params["wait"] else ""
         module.fail_json(msg="Kueue verification failed%s (%d of %d checks): %s.%s" % (
             waited, len(failed), len(checks), reasons, hint), **result)

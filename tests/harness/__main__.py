@@ -1,4 +1,4 @@
-"""python -m tests.harness up|down|env|status|hold|release|apiserver-stop|apiserver-start"""
+"""python -m tests.harness up|down|env|status|hold|release|visibility-block|visibility-unblock|apiserver-stop|apiserver-start"""
 from __future__ import annotations
 
 import fcntl
@@ -53,13 +53,21 @@ def main(argv: list[str]) -> int:
                 open(flag, "w").close()
             elif os.path.exists(flag):
                 os.unlink(flag)
+        elif cmd in ("visibility-block", "visibility-unblock"):
+            # visibility-block: the node agent stops proxying the visibility Service (the manager keeps
+            # running and stays ready), so its APIServices turn unavailable; unblock: proxied again.
+            flag = os.path.join(cluster.folder, "agent", "block-visibility")
+            if cmd == "visibility-block":
+                open(flag, "w").close()
+            elif os.path.exists(flag):
+                os.unlink(flag)
         elif cmd == "apiserver-stop":  # fault injection: etcd, controllers and agent keep running
             cluster.stop_apiserver()
         elif cmd == "apiserver-start":  # the same port, etcd and certificates
             cluster.start_apiserver()
         else:
-            print("usage: python -m tests.harness up|down|env|status|hold|release|apiserver-stop|apiserver-start",
-                  file=sys.stderr)
+            print("usage: python -m tests.harness up|down|env|status|hold|release|visibility-block|"
+                  "visibility-unblock|apiserver-stop|apiserver-start", file=sys.stderr)
             return 2
     except HarnessError as err:
         print("error: %s" % err, file=sys.stderr)

@@ -13,8 +13,13 @@ Fix-ups that a kubelet + CNI would make unnecessary, re-applied on every pass
   harness allocates from a range inside 127.0.0.0/8;
 - the certificate that Kueue's internal cert management writes into its Secret
   is copied into the manager's cert dir (what a kubelet's secret volume does);
-- the visibility APIServices are deleted and the manager runs with
-  VisibilityOnDemand=false: nothing serves them here.
+- managers older than 0.18 run with VisibilityOnDemand=false and their visibility
+  APIServices are deleted (they cannot bind the visibility server to loopback).
+
+Failure drills: the file agent/hold keeps the manager stopped (`python -m tests.harness
+hold`); agent/block-visibility stops proxying the visibility Service only (`python -m
+tests.harness visibility-block`), so the aggregator finds its APIServices unreachable
+(FailedDiscoveryCheck) while the manager stays ready, as with a NetworkPolicy in the way.
 
 Run: python -m tests.harness.agent RUN_DIR   (started and stopped by cluster.py)
 """
@@ -112,6 +117,7 @@ class Manager:
         self.webhook_port = None
         self.ports = {}
         self.visibility = False
+        self.visibility_addr = None
 
     # The container the chart defines: /manager with --config=...
     @staticmethod
@@ -180,6 +186,7 @@ class Manager:
         if self.visibility:
             port = free_port()
             self.ports[visibility_addr] = port
+            self.visibility_addr = visibility_addr
             config["visibilityServer"] = {"bindAddress": "127.0.0.1", "bindPort": port}
             os.makedirs("/visibility", mode=0o700, exist_ok=True)  # Kueue's fixed cert dir for it
         else:
@@ -279,7 +286,7 @@ class Manager:
     def ready(self) -> bool:
         if not self.proc or self.proc.poll() is not None:
             return False
-        if any(addr not in self.agent.proxies for addr in self.ports):
+        if any(addr not in self.agent.proxies and addr not in self.agent.blocked for addr in self.ports):
             return False  # a Service address of this Pod does not listen (yet): not an endpoint
         try:
             with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.health_port, timeout=1) as resp:
@@ -384,6 +391,8 @@ class ServiceProxy:
         self.sock.bind(addr)
         self.sock.listen(64)
         self.closed = False
+        self.conns = set()  # the sockets of the connections being forwarded
+        self.lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -405,8 +414,12 @@ class ServiceProxy:
             conn.close()
             return
         upstream.settimeout(None)
+        with self.lock:
+            self.conns.update((conn, upstream))
         threading.Thread(target=self._pump, args=(conn, upstream), daemon=True).start()
         self._pump(upstream, conn)
+        with self.lock:
+            self.conns.difference_update((conn, upstream))
 
     @staticmethod
     def _pump(src, dst):
@@ -438,6 +451,17 @@ class ServiceProxy:
             pass
         self.sock.close()
 
+    def drop_connections(self):
+        """End the connections being forwarded too (a drill blocking the address: the aggregator keeps
+        its connections to an extension API server open, and would go on using them)."""
+        with self.lock:
+            conns = list(self.conns)
+        for sock in conns:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
 
 class Agent:
     def __init__(self, folder: str):
@@ -456,6 +480,7 @@ class Agent:
         self.pids_path = os.path.join(folder, "agent", "managers.json")
         self.pids = {}
         self.proxies = {}
+        self.blocked = set()  # Service addresses a drill keeps unproxied (agent/block-visibility)
         self.stopping = False
 
     def remember(self, uid, pid, marker):
@@ -574,6 +599,11 @@ class Agent:
 
     def sync_proxies(self):
         wanted = {addr for m in self.managers.values() for addr in m.ports}
+        if os.path.exists(os.path.join(self.folder, "agent", "block-visibility")):
+            self.blocked = {m.visibility_addr for m in self.managers.values() if m.visibility_addr}
+        else:
+            self.blocked = set()
+        wanted -= self.blocked
         for addr in wanted - set(self.proxies):
             try:
                 self.proxies[addr] = ServiceProxy(addr, lambda a=addr: self.backend_for(a))
@@ -581,7 +611,10 @@ class Agent:
             except OSError as exc:
                 log("cannot listen on %s:%d: %s" % (addr + (exc,)))
         for addr in set(self.proxies) - wanted:
-            self.proxies.pop(addr).close()
+            proxy = self.proxies.pop(addr)
+            proxy.close()
+            if addr in self.blocked:
+                proxy.drop_connections()
 
     def run(self):
         signal.signal(signal.SIGTERM, self._term)

@@ -230,7 +230,7 @@ def test_v1beta1_input_is_converted_on_a_v1beta2_cluster(clean):
     v1 = [
         {"apiVersion": V1, "kind": "ResourceFlavor", "metadata": {"name": "kq-default"}},
         {"apiVersion": V1, "kind": "AdmissionCheck", "metadata": {"name": "kq-prov"},
-         "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request", "retryDelayMinutes": 15}},
+         "spec": {"controllerName": "kueueops.test/no-such-controller", "retryDelayMinutes": 15}},
         {"apiVersion": V1, "kind": "ClusterQueue", "metadata": {"name": "kq-legacy"},
          "spec": {"cohort": "kq-implicit", "namespaceSelector": {},
                   "admissionChecks": ["kq-prov"],
@@ -239,8 +239,9 @@ def test_v1beta1_input_is_converted_on_a_v1beta2_cluster(clean):
                       {"name": "kq-default", "resources": [{"name": "cpu", "nominalQuota": "4",
                                                             "borrowingLimit": "2"}]}]}]}},
     ]
-    # The admission check has no controller here (no ProvisioningRequest API), so the
-    # ClusterQueue cannot become Active: the wait reports the reason and fails.
+    # The admission check has no controller here, so the ClusterQueue cannot become Active: the
+    # wait reports the reason and fails. (A provisioning-request check is refused before any write
+    # here, the cluster serving no ProvisioningRequest API: _bad_cases.)
     result = run_playbook(play(queues_task(resources=v1, timeout=20)))
     assert result.rc != 0
     res = result.result("Apply queues")
@@ -257,6 +258,32 @@ def test_v1beta1_input_is_converted_on_a_v1beta2_cluster(clean):
     assert cq["spec"]["flavorFungibility"]["whenCanPreempt"] == "MayStopSearch"
     # the same v1beta1 input again is a no-op
     again = run_playbook(play(queues_task(resources=v1, wait=False)))
+    assert again.rc == 0 and again.changed == 0, again.stdout[-3000:]
+
+
+def test_v1alpha1_cohort_and_topology_are_converted(clean):
+    """Manifests written for Kueue 0.13 and older: a v1alpha1 Cohort (spec.parent) and Topology are
+    stored at the served version (parent -> parentName), and the same input again changes nothing."""
+    kube = clean
+    alpha = GROUP + "/v1alpha1"
+    manifests = [
+        {"apiVersion": alpha, "kind": "Topology", "metadata": {"name": "kq-blocks"},
+         "spec": {"levels": [{"nodeLabel": "cloud.provider.com/topology-block"},
+                             {"nodeLabel": "kubernetes.io/hostname"}]}},
+        {"apiVersion": alpha, "kind": "Cohort", "metadata": {"name": "kq-org"}, "spec": {}},
+        {"apiVersion": alpha, "kind": "Cohort", "metadata": {"name": "kq-research"},
+         "spec": {"parent": "kq-org", "fairSharing": {"weight": "2"}}},
+    ]
+    first = run_playbook(play(queues_task(resources=manifests, timeout=60)))
+    assert first.rc == 0, first.stdout[-3000:]
+    res = first.result("Apply queues")
+    assert res["api_versions"]["Cohort"] == "v1beta2" and res["api_versions"]["Topology"] == "v1beta2"
+    assert res["counts"]["Cohort"]["created"] == 2 and res["counts"]["Topology"]["created"] == 1, res["counts"]
+    research = get(kube, "Cohort", "kq-research")
+    assert research["spec"]["parentName"] == "kq-org" and "parent" not in research["spec"], research["spec"]
+    assert research["spec"]["fairSharing"] == {"weight": "2"}
+    assert get(kube, "Topology", "kq-blocks")["spec"] == manifests[0]["spec"]
+    again = run_playbook(play(queues_task(resources=manifests, timeout=60)))
     assert again.rc == 0 and again.changed == 0, again.stdout[-3000:]
 
 
@@ -303,6 +330,11 @@ def _bad_cases():
         "aks-name-on-managed-cluster": ([{"apiVersion": V2, "kind": "ResourceFlavor",
                                           "metadata": {"name": "aks-cpu"}}],
                                         "ResourceFlavor aks-cpu", "metadata.name"),
+        # this cluster serves no autoscaling.x-k8s.io ProvisioningRequest API
+        "provisioning-request-without-api": ([{"apiVersion": V2, "kind": "AdmissionCheck",
+                                               "metadata": {"name": "kq-prov"},
+                                               "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}}],
+                                             "AdmissionCheck kq-prov", "autoscaling.x-k8s.io/v1 provisioningrequests"),
     }
 
 

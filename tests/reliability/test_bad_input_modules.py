@@ -224,6 +224,19 @@ CASES = [
          {"args": q([], src="{files}/not-yaml.yml")}),
     Case("queues-state-invalid", "kueue_queues", ["state", "applied"], ["present, absent"],
          {"args": q([rf()], state="applied")}),
+    # no autoscaling.x-k8s.io ProvisioningRequest API on the local control plane
+    Case("queues-provisioning-request-without-api", "kueue_queues",
+         ["AdmissionCheck corpus-prov", "spec.controllerName", "kueue.x-k8s.io/provisioning-request",
+          "autoscaling.x-k8s.io/v1 provisioningrequests"],
+         ["Install cluster-autoscaler's ProvisioningRequest CRD", "or remove this AdmissionCheck"],
+         {"args": q([{"apiVersion": API, "kind": "AdmissionCheck", "metadata": {"name": "corpus-prov"},
+                      "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}}])}),
+    # parentName is the v1beta1/v1beta2 name; a v1alpha1 Cohort has spec.parent (a v1alpha1 server drops it)
+    Case("queues-v1alpha1-field-without-equivalent", "kueue_queues",
+         ["Cohort corpus-alpha", "spec.parentName", "kueue.x-k8s.io/v1alpha1"],
+         ["write spec.parent", "declare apiVersion kueue.x-k8s.io/v1beta2"],
+         {"args": q([{"apiVersion": GROUP + "/v1alpha1", "kind": "Cohort", "metadata": {"name": "corpus-alpha"},
+                      "spec": {"parentName": "corpus-root"}}])}),
 
     # ---- kueue_backup: bad dest/path/verify_path and options
     Case("backup-dest-and-path", "kueue_backup", ["dest", "path"], ["mutually exclusive"],

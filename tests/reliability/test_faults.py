@@ -1,6 +1,6 @@
 """Fault injection (issue 8, item 2) on the real local control plane: faults happen to real processes
-(kube-apiserver stopped mid-apply, the Kueue manager held stopped, ARM provisioning slowed down), the
-collection runs through real ansible-playbook, and every run must
+(kube-apiserver stopped mid-apply, the Kueue manager held stopped, the visibility server unreachable, ARM
+provisioning slowed down), the collection runs through real ansible-playbook, and every run must
 
 - fail cleanly: rc != 0, a failed task, no traceback, no MODULE FAILURE;
 - say what happened: what was applied (or was still pending) and the timeout it waited;
@@ -53,10 +53,14 @@ STOP_AFTER = 60  # ClusterQueues seen created before kube-apiserver is stopped
 WAITS = {
     "kueue_helm: helm upgrade --install --wait (timeout)": "test_manager_held_during_install",
     "kueue_verify: wait for Deployments/CRDs/webhooks (timeout)": "test_manager_held_during_install",
+    "kueue_verify: wait for the APIServices served from the namespace to be Available (timeout)":
+        "test_visibility_server_unreachable",
     "kueue_verify: smoke test Jobs admitted (timeout)": "test_queue_waits",
     "kueue_queues: wait for queues Active (timeout)": "test_queue_waits",
     "kueue_queues: prune / state=absent wait for deletion (min(15 s, timeout), warns)": "test_queue_waits",
     "kueue_helm absent: CRDs still terminating (clear finalizers, timeout)": "test_helm_uninstall_waits",
+    "kueue_helm absent: APIServices served from the namespace gone before it is deleted (timeout)":
+        "test_helm_uninstall_waits",
     "kueue_helm absent: namespace still terminating (timeout)": "test_helm_uninstall_waits",
     "kueue_extension: LRO poller (timeout)": "test_extension_waits",
     "kueue_extension: an operation already running settles (timeout)": "test_extension_waits",
@@ -436,12 +440,63 @@ def test_queue_waits(cluster, start):
         clean_ours(kube)
 
 
+# ------------------------------------------------------------------ the visibility server unreachable
+VISIBILITY_APISERVICES = ["v1beta1.visibility.kueue.x-k8s.io", "v1beta2.visibility.kueue.x-k8s.io"]
+
+
+def kueue_apiservices(kube) -> dict:
+    """{name: Available condition} of the APIServices served from kueue-system."""
+    out = {}
+    for svc in client.ApiregistrationV1Api(kube).list_api_service().items:
+        if svc.spec.service and svc.spec.service.namespace == "kueue-system":
+            out[svc.metadata.name] = next((c for c in svc.status.conditions or [] if c.type == "Available"), None)
+    return out
+
+
+def test_visibility_server_unreachable(cluster, start):
+    """The node agent stops proxying the visibility Service only (the manager keeps running and stays
+    ready, as behind a NetworkPolicy): the aggregator marks the chart's APIServices Available=False
+    (FailedDiscoveryCheck), and kueue_verify fails after its timeout naming each with that reason and
+    the aggregator's message, every other check passing; proxied again, verify waits and passes."""
+    kube = start.with_kueue()
+    assert sorted(kueue_apiservices(kube)) == VISIBILITY_APISERVICES
+    verify = {"kubeconfig": "{{ kueue_kubeconfig }}", "install_method": "helm"}
+    harness("visibility-block")
+    try:
+        wait_for("the aggregator to find the visibility server unreachable", lambda: all(
+            c is not None and c.status == "False" for c in kueue_apiservices(kube).values()), timeout=120)
+        failed = timed("kueue_verify, visibility Service unreachable, timeout 10",
+                       module_play("kueue_verify", dict(verify, timeout=10), name="Verify"))
+        msg = assert_fails_cleanly(failed)
+        res = failed.result("Verify")
+        assert sorted(res["failed_checks"]) == ["apiservice/" + n for n in VISIBILITY_APISERVICES], res
+        assert "Kueue verification failed after waiting 10s (timeout) (2 of" in msg, msg
+        for name in VISIBILITY_APISERVICES:
+            version = name.split(".", maxsplit=1)[0]
+            assert "apiservice/%s: Available=False (FailedDiscoveryCheck): failing or missing response from " \
+                   "https://" % name in msg, msg
+            assert "/apis/visibility.kueue.x-k8s.io/%s" % version in msg, msg
+        assert "(Service kueue-system/kueue-visibility-server)" in msg, msg
+        assert "kubectl get apiservice " + " ".join(VISIBILITY_APISERVICES) in msg, msg
+        assert "deployment/kueue-controller-manager" not in res["failed_checks"]  # the manager stays ready
+    finally:
+        harness("visibility-unblock")
+    recovered = timed("kueue_verify once the visibility Service is proxied again",
+                      module_play("kueue_verify", dict(verify, timeout=180), name="Verify"))
+    assert recovered.rc == 0, recovered.stdout[-3000:]
+    checks = {c["name"]: c for c in recovered.result("Verify")["checks"]}
+    assert all(checks["apiservice/" + n]["ok"] for n in VISIBILITY_APISERVICES), checks
+
+
 # ------------------------------------------------------------------ helm uninstall waits
 def test_helm_uninstall_waits(cluster, start):
-    """kueue_helm state=absent waits for Kueue's CRDs, then for its namespace, to be gone. A foreign
-    finalizer on a ClusterQueue keeps the CRDs terminating, one on a ConfigMap keeps the namespace:
-    each run fails after its timeout naming what is left; without them, a re-run finishes, and the
-    next changes nothing. This also gives the cluster back without Kueue."""
+    """kueue_helm state=absent waits for Kueue's CRDs, then for the APIServices served from its namespace,
+    then for the namespace, to be gone. A foreign finalizer on a ClusterQueue keeps the CRDs terminating;
+    a visibility APIService left behind by the release (its Service gone, so it is unavailable and would
+    fail the namespace controller's discovery forever) is deleted before the namespace, and while a
+    finalizer keeps it the namespace is not touched; a finalizer on a ConfigMap keeps the namespace: each
+    run fails after its timeout naming what is left; without them, a re-run finishes with the namespace
+    gone, and the next changes nothing. This also gives the cluster back without Kueue."""
     if start.had_kueue:
         pytest.skip("this drill uninstalls Kueue, which was installed before the module started")
     kube = start.with_kueue()
@@ -469,6 +524,21 @@ def test_helm_uninstall_waits(cluster, start):
         except client.exceptions.ApiException as exc:
             if exc.status != 404:
                 raise
+
+    reg = client.ApiregistrationV1Api(kube)
+    leftover = VISIBILITY_APISERVICES[1]
+    created = []
+
+    def unkeep_apiservice(delete=False):
+        if not created:
+            return
+        try:
+            reg.patch_api_service(leftover, {"metadata": {"finalizers": None}})
+            if delete:  # an unavailable APIService would fail discovery for every later test
+                reg.delete_api_service(leftover)
+        except client.exceptions.ApiException as exc:
+            if exc.status != 404:
+                raise
     try:
         crds = timed("kueue_helm absent, a ClusterQueue kept by a finalizer, timeout 15",
                      module_play("kueue_helm", absent, name="Uninstall"))
@@ -476,17 +546,38 @@ def test_helm_uninstall_waits(cluster, start):
         assert "Kueue CRDs still terminating after 15s: clusterqueues.kueue.x-k8s.io" in msg, msg
         assert "held by finalizers that are not Kueue's: clusterqueues kf-kept (finalizers kueueops.test/keep)" in msg
         unkeep_cq()
+        # helm uninstall deleted the chart's APIServices; one comes back as a release leaves it when its
+        # records are gone or it is kept by a resource policy: its Service is gone, so it is unavailable.
+        assert not kueue_apiservices(kube)
+        reg.create_api_service({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {
+            "name": leftover, "finalizers": ["kueueops.test/keep"]}, "spec": {
+            "group": "visibility.kueue.x-k8s.io", "version": "v1beta2", "groupPriorityMinimum": 100,
+            "versionPriority": 100, "insecureSkipTLSVerify": True,
+            "service": {"name": "kueue-visibility-server", "namespace": "kueue-system", "port": 443}}})
+        created.append(leftover)
+        wait_for("the leftover APIService unavailable", lambda: getattr(
+            kueue_apiservices(kube).get(leftover), "status", None) == "False", timeout=60)
+        kept = timed("kueue_helm absent, a leftover APIService kept by a finalizer, timeout 15",
+                     module_play("kueue_helm", absent, name="Uninstall"))
+        msg = assert_fails_cleanly(kept)
+        assert "APIService(s) %s still present 15s after their deletion" % leftover in msg, msg
+        assert core.read_namespace("kueue-system").metadata.deletion_timestamp is None  # not before the APIService
+        unkeep_apiservice()
         namespace = timed("kueue_helm absent, a ConfigMap in the namespace kept by a finalizer, timeout 15",
                           module_play("kueue_helm", absent, name="Uninstall"))
         msg = assert_fails_cleanly(namespace)
         assert "namespace kueue-system still terminating after 15s" in msg and "kueueops.test/keep" in msg, msg
+        assert "Discovery failed" not in msg, msg  # the namespace controller's discovery was never blocked
+        assert not kueue_apiservices(kube)
         unkeep_cm()
         patient = module_play("kueue_helm", dict(absent, timeout=180), name="Uninstall")
         done = timed("kueue_helm absent re-run", patient)
         assert done.rc == 0, done.stdout[-3000:]
+        assert not kueue_installed(kube)  # the namespace is gone when the uninstall returns
         again = timed("kueue_helm absent further run", patient)
         assert again.rc == 0 and again.changed == 0, again
     finally:
         unkeep_cq()
+        unkeep_apiservice(delete=True)
         unkeep_cm()
     wait_for("kueue-system gone", lambda: not kueue_installed(kube), timeout=180)

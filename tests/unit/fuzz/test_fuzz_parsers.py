@@ -4,9 +4,11 @@ ValueError / problem list), never with another exception that would reach the us
 traceback."""
 
 import os
+import re
 from decimal import Decimal
 
 from hypothesis import HealthCheck, given, settings, strategies as st
+from kubernetes.utils import parse_quantity as k8s_parse_quantity
 
 from ansible_collections.kueueops.aks.plugins.module_utils import extension, helm_runner, helm_values, kueue_catalog, queues
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
@@ -44,6 +46,43 @@ def test_parse_quantity(value):
         assert str(exc)
     else:
         assert isinstance(result, Decimal) and result.is_finite()
+
+
+# The pattern Kueue's CRDs give every quantity field (config/components/crd/bases, v0.19.2), which the API
+# server checks before Kueue's Go code (resource.ParseQuantity) reads the value; Go also needs an integer exponent.
+CRD_QUANTITY = re.compile(r'^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?'
+                          r'(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$')
+# What both accept: the CRD pattern with integer exponents (bounded sizes).
+kubernetes_quantity = st.from_regex(r'\A[+-]?([0-9]{1,6}(\.[0-9]{0,4})?|\.[0-9]{1,4})([KMGTPE]i|[numkMGTPE]|'
+                                    r'[eE][+-]?[0-9]{1,2})?\Z')
+near_quantity = st.builds(lambda q, junk, at: q[:at] + junk + q[at:], kubernetes_quantity,
+                          st.text(alphabet='0123456789.+-eEinumkKMGTP_ \u0661', max_size=2), st.integers(0, 12))
+
+
+@FUZZ
+@given(kubernetes_quantity)
+def test_parse_quantity_accepts_what_kubernetes_accepts(text):
+    """Every quantity the API server and Kueue accept (every suffix, n and u included) is accepted, with
+    the value kubernetes.utils.parse_quantity gives."""
+    assert CRD_QUANTITY.match(text), text
+    assert queues.parse_quantity(text) == k8s_parse_quantity(text)
+
+
+@FUZZ
+@given(st.one_of(near_quantity, st.text(max_size=8)))
+def test_parse_quantity_agrees_with_kubernetes_utils(text):
+    """On anything, where both parsers accept, the values are equal; and what this parser accepts
+    the CRD pattern accepts too (kubernetes.utils also takes what Kubernetes refuses: 1K, ' 1', Infinity)."""
+    try:
+        ours = queues.parse_quantity(text)
+    except ValueError:
+        return
+    assert CRD_QUANTITY.match(text), text
+    try:
+        theirs = k8s_parse_quantity(text)
+    except ValueError:
+        return
+    assert ours == theirs, text
 
 
 @FUZZ

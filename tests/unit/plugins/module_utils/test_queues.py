@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 
 V2 = dict((k, 'v1beta2') for k in q.KIND_ORDER)
@@ -58,13 +59,17 @@ def texts(problems):
     ('1E3', Decimal(1000)), ('1E', Decimal(10) ** 18), ('.5', Decimal('0.5')), ('5.', Decimal(5)),
     ('+3M', Decimal(3000000)), ('-1', Decimal(-1)), (0.25, Decimal('0.25')), ('0', Decimal(0)),
     ('2Ei', Decimal(2 * 1024 ** 6)), ('1e-3', Decimal('0.001')),
+    # n and u: Kubernetes' decimal suffixes for nano and micro (k8s.io/apimachinery suffix.go)
+    ('500n', Decimal('0.0000005')), ('250u', Decimal('0.00025')), ('1.5u', Decimal('0.0000015')),
 ])
 def test_parse_quantity_valid(value, expected):
     assert q.parse_quantity(value) == expected
 
 
 @pytest.mark.parametrize('value', ['', ' 1', '1 ', '10 Gi', 'Gi', '1gi', '1KB', '1.2.3', 'abc', '1e', '1e1.5',
-                                   True, None, [1], {'a': 1}, '1Mi1', '--1', float('inf')])
+                                   True, None, [1], {'a': 1}, '1Mi1', '--1', float('inf'),
+                                   # Kubernetes reads ASCII digits only; Python's \d and Decimal take others
+                                   '\u0661', '1\u0662m', '1\n', '1K', '1ni', '1ui', '1mi', '1_000'])
 def test_parse_quantity_invalid(value):
     with pytest.raises(ValueError):
         q.parse_quantity(value)
@@ -177,7 +182,7 @@ def test_shape_problems_collected():
     docs = [
         {'apiVersion': 'kueue.x-k8s.io/v1beta2', 'kind': 'Queue', 'metadata': {'name': 'x'}},
         {'apiVersion': 'kueue.x-k8s.io/v1beta2', 'kind': 'ClusterQueue', 'metadata': {}},
-        {'apiVersion': 'kueue.x-k8s.io/v1alpha1', 'kind': 'Cohort', 'metadata': {'name': 'c'}},
+        {'apiVersion': 'kueue.x-k8s.io/v1alpha1', 'kind': 'ClusterQueue', 'metadata': {'name': 'c'}},
         {'apiVersion': 'kueue.x-k8s.io/v1beta2', 'kind': 'LocalQueue', 'metadata': {'name': 'l'}},
         {'apiVersion': 'kueue.x-k8s.io/v1beta2', 'kind': 'ClusterQueue', 'metadata': {'name': 'n', 'namespace': 'x'}},
         'not a mapping',
@@ -189,7 +194,7 @@ def test_shape_problems_collected():
     assert fields == [
         ('Queue x', 'kind'),
         ('ClusterQueue (resources[1])', 'metadata.name'),
-        ('Cohort c', 'apiVersion'),
+        ('ClusterQueue c', 'apiVersion'),
         ('LocalQueue l', 'metadata.namespace'),
         ('ClusterQueue n', 'metadata.namespace'),
         ('resources[5]', None),
@@ -204,6 +209,93 @@ def test_kind_not_served():
     _objs, problems = norm([{'apiVersion': 'kueue.x-k8s.io/v1beta2', 'kind': 'Topology', 'metadata': {'name': 't'},
                              'spec': {'levels': [{'nodeLabel': 'kubernetes.io/hostname'}]}}], served)
     assert [(p.obj, p.field) for p in problems] == [('Topology t', 'kind')]
+
+
+def alpha_cohort(name, **spec):
+    return {'apiVersion': 'kueue.x-k8s.io/v1alpha1', 'kind': 'Cohort', 'metadata': {'name': name}, 'spec': spec}
+
+
+def alpha_topology(name):
+    return {'apiVersion': 'kueue.x-k8s.io/v1alpha1', 'kind': 'Topology', 'metadata': {'name': name},
+            'spec': {'levels': [{'nodeLabel': 'cloud.provider.com/topology-block'},
+                                {'nodeLabel': 'kubernetes.io/hostname'}]}}
+
+
+@pytest.mark.parametrize('served', [V2, V1], ids=['v1beta2', 'v1beta1'])
+def test_v1alpha1_cohort_and_topology_converted(served):
+    # A Cohort as Kueue 0.12 took it (parent, v1beta1 ResourceGroups, fairSharing) and a Topology as 0.13 did.
+    groups = [{'coveredResources': ['cpu'], 'flavors': [
+        {'name': 'default', 'resources': [{'name': 'cpu', 'nominalQuota': '8', 'lendingLimit': '2'}]}]}]
+    cohort_doc = alpha_cohort('team', parent='org', resourceGroups=groups, fairSharing={'weight': '2'})
+    cohort_doc['status'] = {'fairSharing': {'weightedShare': 0}}
+    objs, problems = norm([cohort_doc, alpha_topology('blocks')], served)
+    assert problems == []
+    version = served['Cohort']
+    assert objs[0] == {'apiVersion': 'kueue.x-k8s.io/' + version, 'kind': 'Cohort', 'metadata': {'name': 'team'},
+                       'spec': {'parentName': 'org', 'resourceGroups': groups, 'fairSharing': {'weight': '2'}}}
+    assert objs[1] == dict(alpha_topology('blocks'), apiVersion='kueue.x-k8s.io/' + version)
+    # The converted Cohort takes part in the cross checks under its new field name.
+    assert texts(validate(objs + [rf('default'), cohort('org', parent='team')])) == [
+        'Cohort org: spec.parentName: cohort cycle org -> team -> org; Kueue deactivates every ClusterQueue '
+        'under a cycle']
+
+
+def test_v1alpha1_topology_on_kueue_0_13():
+    # Kueue 0.13 serves Topology at v1alpha1 only: a v1beta1/v1beta2 Topology goes down to it, unchanged.
+    served = dict(V1, Topology='v1alpha1')
+    doc = dict(alpha_topology('blocks'), apiVersion='kueue.x-k8s.io/v1beta2')
+    objs, problems = norm([doc, alpha_topology('racks')], served)
+    assert problems == []
+    assert [o['apiVersion'] for o in objs] == ['kueue.x-k8s.io/v1alpha1'] * 2
+    assert objs[0]['spec'] == doc['spec']
+    # A Cohort on a cluster that serves it at v1alpha1 (Kueue 0.12) gets parent back.
+    objs, problems = norm([cohort('team', parent='org')], dict(V1, Cohort='v1alpha1'))
+    assert problems == [] and objs[0]['spec'] == {'parent': 'org'}
+
+
+def served_by(minor):
+    """kind -> the version QueueEngine.discover picks from the CRDs of a Kueue minor (kueue_catalog)."""
+    crds = kueue_catalog.GENERATED[minor]['crds']
+    served = {}
+    for kind in q.KUEUE_KINDS:
+        versions = crds['%s.%s' % (q.PLURALS[kind], q.GROUP)]['served']
+        for version in ('v1beta2', 'v1beta1') + ((q.ALPHA,) if kind in q.ALPHA_KINDS else ()):
+            if version in versions:
+                served[kind] = version
+                break
+    return served
+
+
+@pytest.mark.parametrize('minor', sorted(kueue_catalog.GENERATED))
+def test_v1alpha1_and_v1beta2_manifests_on_every_supported_kueue(minor):
+    # Every minor 0.13 .. 0.19 takes a Cohort and a Topology written at v1alpha1 or v1beta2, at the version
+    # its CRDs serve (Topology: v1alpha1 on 0.13, v1beta1 on 0.14 .. 0.17, v1beta2 from 0.18).
+    served = served_by(minor)
+    docs = [alpha_cohort('team', parent='org'), alpha_topology('blocks'), cohort('team2', parent='org'),
+            dict(alpha_topology('racks'), apiVersion='kueue.x-k8s.io/v1beta2')]
+    objs, problems = norm(docs, served)
+    assert problems == [], (minor, texts(problems))
+    assert [o['apiVersion'].split('/')[1] for o in objs] == [served['Cohort'], served['Topology']] * 2
+    assert objs[0]['spec'] == objs[2]['spec'] == {'parentName': 'org'}  # Cohort is v1beta1+ from 0.13
+
+
+def test_v1alpha1_fields_without_equivalent_refused():
+    # parentName is not a v1alpha1 field (a v1alpha1 API server drops it): refused, naming what to write.
+    objs, problems = norm([alpha_cohort('team', parentName='org')])
+    assert objs == []
+    assert texts(problems) == [
+        'Cohort team: spec.parentName: not a field of kueue.x-k8s.io/v1alpha1 Cohort (a v1alpha1 API server drops '
+        'it); write spec.parent, or declare apiVersion kueue.x-k8s.io/v1beta2']
+    objs, problems = norm([alpha_cohort('team', parent='org', parentName='org')])
+    assert objs == [] and [(p.obj, p.field) for p in problems] == [('Cohort team', 'spec.parentName')]
+    # Kinds Kueue never served at v1alpha1 are refused, naming the ones it did.
+    for kind in ('ClusterQueue', 'LocalQueue', 'ResourceFlavor', 'AdmissionCheck'):
+        _objs, problems = norm([{'apiVersion': 'kueue.x-k8s.io/v1alpha1', 'kind': kind, 'metadata': {'name': 'x'}}])
+        assert [p.field for p in problems] == ['apiVersion'], kind
+        assert 'only Cohort and Topology, in Kueue 0.13 and older' in str(problems[0])
+    # spec.parent in a v1beta1/v1beta2 Cohort: the hint names both ways out.
+    _objs, problems = norm([dict(cohort('c'), spec={'parent': 'root'})])
+    assert 'write spec.parentName, or declare apiVersion kueue.x-k8s.io/v1alpha1' in str(problems[0])
 
 
 # ------------------------------------------------------------- cross checks
@@ -580,3 +672,28 @@ def test_multikueue_config_quota_management_down_to_v1beta1():
     objs, problems = norm([manual, automated], V1)
     assert objs[0]['spec'] == {'clusters': ['w1']}
     assert [(p.obj, p.field) for p in problems] == [('MultiKueueConfig b', 'spec.quotaManagement')]
+
+
+# ------------------------------------------------------------------ ProvisioningRequest
+def provisioning_check(name='prov', controller='kueue.x-k8s.io/provisioning-request'):
+    return {'apiVersion': 'kueue.x-k8s.io/v1beta2', 'kind': 'AdmissionCheck', 'metadata': {'name': name},
+            'spec': {'controllerName': controller}}
+
+
+def test_provisioning_request_check_needs_the_api():
+    objs, problems = norm([provisioning_check(), provisioning_check('mk', 'kueue.x-k8s.io/multikueue'),
+                           provisioning_check('other', 'example.com/controller')])
+    assert problems == []
+    assert [o['metadata']['name'] for o in q.provisioning_request_checks(objs)] == ['prov']
+    mine = [objs[0], objs[2]]
+    got = validate(mine, provisioning_request_api=False)
+    assert [(p.obj, p.field) for p in got] == [('AdmissionCheck prov', 'spec.controllerName')]
+    text = str(got[0])
+    for part in ('kueue.x-k8s.io/provisioning-request', 'ProvisioningRequest API (autoscaling.x-k8s.io/v1 '
+                 'provisioningrequests)', 'does not serve', "Install cluster-autoscaler's ProvisioningRequest CRD",
+                 'restart the Kueue manager', 'or remove this AdmissionCheck'):
+        assert part in text, part
+    # Served, or not looked up: no problem; other controllers are never asked about it.
+    assert validate(mine, provisioning_request_api=True) == []
+    assert validate(mine) == []
+    assert validate([objs[2]], provisioning_request_api=False) == []
