@@ -134,9 +134,12 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds to wait for the operation and the extension's states.
+    description:
+      - Seconds to wait for the operation and the extension's states.
+      - C(wait_timeout) is an alias, the name kubernetes.core modules use.
     type: int
     default: 900
+    aliases: [ wait_timeout ]
   force_delete:
     description:
       - With O(state=absent), ask ARM to delete the extension resource even if the agent cannot uninstall it from the
@@ -167,7 +170,17 @@ options:
         with local accounts disabled refuse this.
     type: bool
     default: false
+attributes:
+  check_mode:
+    support: full
+    details: Runs the preflight and reports what it would create, change or delete; sends no write to Azure Resource Manager.
+  diff_mode:
+    support: full
+    details: The extension before and after (protected settings never shown).
+  platform:
+    platforms: all
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - kueueops.aks.azure_auth
   - kueueops.aks.azure_auth.connection
   - kueueops.aks.kube_auth
@@ -707,7 +720,7 @@ def main():
         configuration_protected_settings=dict(type='dict', no_log=True),
         update_protected_settings=dict(type='str', default='on_create', choices=['on_create', 'always']),
         wait=dict(type='bool', default=True),
-        timeout=dict(type='int', default=900),
+        timeout=dict(type='int', default=900, aliases=['wait_timeout']),
         force_delete=dict(type='bool', default=False),
         preflight=dict(type='bool', default=True),
         kubeconfig_dest=dict(type='path'),

@@ -106,9 +106,12 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds helm waits, and the namespace deletion waits.
+    description:
+      - Seconds helm waits, and the namespace deletion waits.
+      - C(wait_timeout) is an alias, the name kubernetes.core modules use.
     type: int
     default: 300
+    aliases: [ wait_timeout ]
   atomic:
     description: Roll back a failed install or upgrade (helm v3 C(--atomic), helm v4 C(--rollback-on-failure)).
     type: bool
@@ -124,7 +127,17 @@ options:
     description: With O(state=absent), also delete O(release_namespace) and wait until it is gone.
     type: bool
     default: false
+attributes:
+  check_mode:
+    support: full
+    details: Runs every validation of the install (the role preflight) and reports whether the release would change; runs no helm upgrade or uninstall.
+  diff_mode:
+    support: full
+    details: The Helm values before and after (the managed extension's values hidden), or what an uninstall removes.
+  platform:
+    platforms: all
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - kueueops.aks.kube_auth
 notes:
   - Helm reads cluster credentials from the environment (C(KUBECONFIG), C(HELM_KUBETOKEN), ...), never from the
@@ -671,7 +684,7 @@ def main():
         values_files=dict(type="list", elements="path", default=[]),
         binary_path=dict(type="path", default="helm"),
         wait=dict(type="bool", default=True),
-        timeout=dict(type="int", default=300),
+        timeout=dict(type="int", default=300, aliases=["wait_timeout"]),
         atomic=dict(type="bool", default=False),
         allow_managed_extension=dict(type="bool", default=False),
         delete_namespace=dict(type="bool", default=False),
