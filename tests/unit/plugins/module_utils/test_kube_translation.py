@@ -230,3 +230,19 @@ def test_helm_refuses_a_proxy_in_cluster(monkeypatch, tmp_path):
     with pytest.raises(KueueOpsError) as err:
         hr.helm_kube_env(options, private_dir=str(tmp_path))
     assert err.value.field == 'proxy'
+
+
+def test_helm_gets_a_dict_kubeconfig_as_a_private_file(tmp_path):
+    config = yaml.safe_load(open(write(tmp_path / 'one.yml', {
+        'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'c',
+        'clusters': [{'name': 'k', 'cluster': {'server': 'https://127.0.0.1:6443'}}],
+        'users': [{'name': 'u', 'user': {'token': 'tok-dict'}}],
+        'contexts': [{'name': 'c', 'context': {'cluster': 'k', 'user': 'u'}}]})))
+    env = hr.helm_kube_env(resolve_kube_options(params(kubeconfig=config)), private_dir=str(tmp_path))
+    assert env == {'KUBECONFIG': str(tmp_path / 'kubeconfig')}
+    assert overlay_of(env) == config
+    # With a proxy: the overlay first, then the same file; the context is the dict's current-context.
+    env = hr.helm_kube_env(resolve_kube_options(params(kubeconfig=config, proxy='http://127.0.0.1:3128')),
+                           server='https://127.0.0.1:6443', private_dir=str(tmp_path))
+    assert env['KUBECONFIG'].split(os.pathsep)[1] == str(tmp_path / 'kubeconfig')
+    assert overlay_of(env)['clusters'][0]['cluster']['proxy-url'] == 'http://127.0.0.1:3128'
