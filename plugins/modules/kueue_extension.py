@@ -187,7 +187,8 @@ extends_documentation_fragment:
 notes:
   - Check mode reads the cluster and the extension, runs the preflight, and reports what would change without sending
     a PUT, PATCH or DELETE and without writing O(kubeconfig_dest).
-  - The Kubernetes options are used only by the preflight's search for an unmanaged Kueue.
+  - The Kubernetes options are used only by the preflight's search for an unmanaged Kueue. With the credentials
+    fetched from ARM, O(proxy), O(no_proxy) and O(proxy_headers) still apply.
   - Supports diff mode; the diff holds the extension's type, namespace, release train, version, upgrade settings,
     configuration settings and the names of the protected settings.
 requirements:
@@ -505,6 +506,9 @@ class KueueExtension:
         if x.explicit_kube_options(p.get('kubeconfig'), p.get('host'), p.get('kubeconfig_dest')):
             return dict((key, p.get(key)) for key in KUBE_AUTH_ARGSPEC), 'the Kubernetes options'
         params = dict((key, None) for key in KUBE_AUTH_ARGSPEC)
+        # How to reach the API server still applies to the fetched credentials' cluster.
+        for key in ('proxy', 'no_proxy', 'proxy_headers'):
+            params[key] = p.get(key)
         params['kubeconfig'] = self.kubeconfig_dict()
         return params, 'the cluster credentials from ARM'
 

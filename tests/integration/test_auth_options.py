@@ -331,3 +331,18 @@ def test_several_kubeconfig_paths_are_merged_for_python_and_helm(cluster, kueue,
         # helm (helm list, helm get values) found the release through the split kubeconfig.
         assert res["diff"]["before"]["status"] == "deployed", res
         assert res["diff"]["before"]["chart_version"] == chart_version and res["server_version"] == "v1.34.5", res
+
+
+def test_proxy_applies_to_the_cluster_of_the_fetched_credentials(kueue, arm, arm_control, proxy):
+    """kueue_extension's preflight with no Kubernetes options reads the cluster with the credentials it fetches
+    from ARM; the proxy options (how to reach an API server) still apply. Kueue from Helm runs here, so the
+    preflight refuses, after reading the Deployments through the proxy."""
+    azure = arm.env()
+    play = [{"name": "fetched", "hosts": "local", "gather_facts": False, "tasks": [{
+        "name": "extension", "kueueops.aks.kueue_extension": {
+            "resource_group": azure["AKS_RESOURCE_GROUP"], "cluster_name": azure["AKS_CLUSTER_NAME"],
+            "proxy": proxy.url, "proxy_headers": {"proxy_basic_auth": "%s:%s" % (PROXY_USER, PROXY_PASSWORD)}}}]}]
+    result = run_playbook(play, check=True, env={"K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": "/nonexistent"})
+    assert result.rc != 0 and "unmanaged" in " ".join(result.failure_messages()), result
+    assert proxy.tunnels and all(t["authorized"] for t in proxy.tunnels), proxy.tunnels
+    assert arm_control.writes(path="/extensions", methods=("PUT", "PATCH", "DELETE", "POST")) == []
