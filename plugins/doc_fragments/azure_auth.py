@@ -86,8 +86,10 @@ requirements:
   - azure-identity >= 1.15.0 (Python library)
 notes:
   - O(secret) is never logged or returned.
-  - The options can be set once for every module of this collection with
-    C(module_defaults) and the action group C(group/kueueops.aks.kueue).
+  - These options and O(ca_bundle) can be set once, for the modules that call Azure Resource Manager
+    (M(kueueops.aks.kueue_extension)), with C(module_defaults) and the action group
+    C(group/kueueops.aks.azure). The group C(group/kueueops.aks.kueue) holds the Kubernetes options
+    only, which every module accepts; Azure options set there would make the other modules fail.
 seealso:
   - name: Sign in with the Azure CLI
     description: How to authenticate with C(az login), used by O(auth_source=cli).

@@ -453,18 +453,19 @@ def unmanaged_kueue(managers, extension_namespaces):
 def explicit_kube_options(kubeconfig, host, kubeconfig_dest=None):
     """Whether the module's Kubernetes options point at something the preflight can use.
 
-    A ``host``, a kubeconfig dictionary, or the path of an existing kubeconfig that is not the file
-    this module writes (``kubeconfig_dest``, often also set as ``kubeconfig`` for the following tasks
-    through module_defaults). Otherwise the preflight uses the credentials fetched from ARM.
+    A ``host``, a kubeconfig dictionary, or the path of an existing kubeconfig (several joined by
+    os.pathsep, each existing) that is not the file this module writes (``kubeconfig_dest``, often also set
+    as ``kubeconfig`` for the following tasks through module_defaults). Otherwise the preflight uses the
+    credentials fetched from ARM.
     """
     if host or isinstance(kubeconfig, dict):
         return True
     if not isinstance(kubeconfig, str) or not kubeconfig:
         return False
-    path = os.path.abspath(os.path.expanduser(kubeconfig))
-    if not os.path.isfile(path):
+    paths = [os.path.abspath(os.path.expanduser(part)) for part in kubeconfig.split(os.pathsep) if part]
+    if not paths or not all(os.path.isfile(path) for path in paths):
         return False
-    return not kubeconfig_dest or path != os.path.abspath(os.path.expanduser(kubeconfig_dest))
+    return not kubeconfig_dest or os.path.abspath(os.path.expanduser(kubeconfig_dest)) not in paths
 
 
 def unmanaged_kueue_error(found):

@@ -49,7 +49,12 @@ except ImportError:  # pragma: no cover
     HAS_YAML = False
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import _check_file as check_file
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
+    _check_file as check_file,
+    first_current_context,
+    proxy_url_with_auth,
+    read_kubeconfig_file,
+)
 
 MIN_HELM = (3, 13, 0)
 REDACTED = "********"
@@ -491,28 +496,139 @@ class HelmRunner:
         return True
 
 
-def helm_kube_env(kubeconfig=None, context=None, host=None, api_key=None, ca_cert=None, validate_certs=None,
-                  impersonate_user=None, impersonate_groups=None):
-    """Environment variables helm v3/v4 read for cluster access (pkg/cli/environment.go).
+def _write_private(private_dir, name, data):
+    path = os.path.join(private_dir, name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle)
+    return path
 
-    Uses the environment, not flags, so a token never appears on the argv.
-    ``kubeconfig`` must be a path here (write a dict kubeconfig to a 0600 file first).
+
+def _named(entries, name):
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("name") == name:
+            return entry
+    return None
+
+
+def _first_named(files, section, name):
+    """(folder of the file, entry) of the first of the kubeconfig ``files`` [(folder, data)] whose ``section``
+    names ``name`` (kubectl's merge: the first file naming an entry wins), or (None, None)."""
+    for base, data in files:
+        entry = _named(data.get(section), name)
+        if entry is not None:
+            return base, entry
+    return None, None
+
+
+def _helm_overlay(options, proxy):
+    """A kubeconfig to put first in KUBECONFIG for what helm has no environment variable for: the cluster of
+    the context in use with ``proxy-url`` (the proxy, or none when ``no_proxy`` exempts the server), and its
+    user with the client_cert/client_key files. Each entry is copied whole, since kubectl's merge (client-go's,
+    hence helm's) takes an entry from the first file that names it; relative paths are made absolute. Helm
+    honours a cluster's proxy-url for the API server and has no other proxy setting of its own (HTTPS_PROXY is
+    skipped for loopback servers and applies to chart registries too). Returns (overlay, context or None)."""
+    kubeconfig = options.get("kubeconfig")
+    if kubeconfig is None:  # host (and api_key) only: a context of its own
+        cluster, user, name, context_name, base = {"server": options.get("host")}, {}, "kueueops", "kueueops", None
+    else:
+        files = [(None, kubeconfig)] if isinstance(kubeconfig, dict) else [
+            (os.path.dirname(os.path.abspath(path)), read_kubeconfig_file(path)) for path in kubeconfig]
+        wanted = options.get("context") or (
+            kubeconfig.get("current-context") if isinstance(kubeconfig, dict) else first_current_context(kubeconfig))
+        context = _first_named(files, "contexts", wanted)[1]
+        refs = (context or {}).get("context") or {}
+        cluster_base, cluster_entry = _first_named(files, "clusters", refs.get("cluster"))
+        user_base, user_entry = _first_named(files, "users", refs.get("user"))
+        if cluster_entry is None or not isinstance(cluster_entry.get("cluster"), dict):
+            raise KueueOpsError("the kubeconfig has no cluster for context %s" % wanted, field="context",
+                                fix="use a context whose cluster the kubeconfig defines")
+        cluster = _absolute(dict(cluster_entry["cluster"]), cluster_base, ("certificate-authority",))
+        user = _absolute(dict((user_entry or {}).get("user") or {}), user_base,
+                         ("client-certificate", "client-key", "tokenFile"))
+        name, context_name = refs.get("cluster"), None
+    overlay = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": []}
+    if options.get("proxy"):
+        cluster.pop("proxy-url", None)
+        if proxy:
+            cluster["proxy-url"] = proxy
+        overlay["clusters"].append({"name": name, "cluster": cluster})
+    if options.get("client_cert") or options.get("client_key"):
+        for key, option in (("client-certificate", "client_cert"), ("client-key", "client_key")):
+            if options.get(option):
+                user.pop(key + "-data", None)
+                user[key] = os.path.abspath(options[option])
+        user_name = "kueueops" if kubeconfig is None else refs.get("user")
+        if not user_name:
+            raise KueueOpsError("the kubeconfig context %s names no user for client_cert" % wanted, field="client_cert",
+                                fix="give the context a user, or put the certificate in the kubeconfig")
+        overlay["users"].append({"name": user_name, "user": user})
+    if kubeconfig is None:
+        overlay["clusters"] = overlay["clusters"] or [{"name": name, "cluster": cluster}]
+        overlay["contexts"] = [{"name": context_name, "context": dict(
+            cluster=name, **({"user": "kueueops"} if overlay["users"] else {}))}]
+    return overlay, context_name
+
+
+def _absolute(entry, base, keys):
+    for key in keys:
+        if base and entry.get(key) and not os.path.isabs(entry[key]):
+            entry[key] = os.path.join(base, entry[key])
+    return entry
+
+
+def check_helm_kube_options(options):
+    """Refuse, naming the option, the resolved Kubernetes options helm cannot honour (before anything is
+    contacted): proxy_headers other than proxy_basic_auth, a proxy or client certificate in-cluster."""
+    if options.get("proxy"):
+        headers = sorted(set(options.get("proxy_headers") or {}) - set(["proxy_basic_auth"]))
+        if headers:
+            raise KueueOpsError("helm cannot send proxy_headers %s to the proxy (only a proxy user and password, "
+                                "from proxy_basic_auth)" % ", ".join(headers), field="proxy_headers",
+                                fix="drop proxy_headers %s for this module, or reach the API server without "
+                                    "them" % ", ".join(headers))
+    if options.get("in_cluster") and (options.get("proxy") or options.get("client_cert") or options.get("client_key")):
+        field = "proxy" if options.get("proxy") else "client_cert"
+        raise KueueOpsError("helm cannot use %s with the in-cluster service account" % field, field=field,
+                            fix="give kubeconfig, or host, with %s; or unset it" % field)
+
+
+def helm_kube_env(options, server=None, private_dir=None):
+    """Environment variables helm v3/v4 read for cluster access (pkg/cli/environment.go), from the Kubernetes
+    options as ``kube_client.resolve_kube_options`` translated them for the Python client too.
+
+    Uses the environment, not flags, so a token never appears on the argv. A dict kubeconfig is written
+    to a 0600 file in ``private_dir``; several kubeconfig paths go to KUBECONFIG as they are (helm merges
+    them as kubectl does) with the context the Python client uses. ``proxy`` (minus what ``no_proxy``
+    exempts for ``server``, the API server URL) becomes the ``proxy-url`` of the context's cluster in a
+    0600 kubeconfig put first (``proxy_headers.proxy_basic_auth`` its user:password), and so do
+    ``client_cert``/``client_key`` for the context's user. What helm cannot do is refused naming the
+    option: ``proxy_headers`` ``basic_auth``/``user_agent``, a proxy or client certificate with the
+    in-cluster service account.
     """
+    check_helm_kube_options(options)
     env = {}
-    if kubeconfig:
-        env["KUBECONFIG"] = kubeconfig
-    if context:
-        env["HELM_KUBECONTEXT"] = context
-    if host:
-        env["HELM_KUBEAPISERVER"] = host
-    if api_key:
-        env["HELM_KUBETOKEN"] = api_key
-    if ca_cert:
-        env["HELM_KUBECAFILE"] = ca_cert
-    if validate_certs is False:
+    kubeconfig = options.get("kubeconfig")
+    paths = []
+    if isinstance(kubeconfig, dict):
+        paths = [_write_private(private_dir, "kubeconfig", kubeconfig)]
+    elif kubeconfig:
+        paths = list(kubeconfig)
+    if options.get("proxy") or options.get("client_cert") or options.get("client_key"):
+        overlay, context = _helm_overlay(options, proxy_url_with_auth(options, server))
+        paths = [_write_private(private_dir, "overlay-kubeconfig", overlay)] + paths
+        if context:
+            env["HELM_KUBECONTEXT"] = context
+    if paths:
+        env["KUBECONFIG"] = os.pathsep.join(paths)
+    if options.get("context"):
+        env["HELM_KUBECONTEXT"] = options["context"]
+    for key, name in (("host", "HELM_KUBEAPISERVER"), ("api_key", "HELM_KUBETOKEN"), ("ca_cert", "HELM_KUBECAFILE"),
+                      ("impersonate_user", "HELM_KUBEASUSER")):
+        if options.get(key):
+            env[name] = options[key]
+    if options.get("validate_certs") is False:
         env["HELM_KUBEINSECURE_SKIP_TLS_VERIFY"] = "true"
-    if impersonate_user:
-        env["HELM_KUBEASUSER"] = impersonate_user
-    if impersonate_groups:
-        env["HELM_KUBEASGROUPS"] = ",".join(impersonate_groups)
+    if options.get("impersonate_groups"):
+        env["HELM_KUBEASGROUPS"] = ",".join(options["impersonate_groups"])
     return env

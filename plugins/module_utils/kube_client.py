@@ -8,12 +8,14 @@ Option names and K8S_AUTH_* environment fallbacks follow kubernetes.core.
 
 import atexit
 import copy
+import ipaddress
 import json
 import os
 import re
 import shutil
 import tempfile
 import traceback
+from urllib.parse import quote, urlsplit
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
 
@@ -28,6 +30,7 @@ try:
     from kubernetes.client.exceptions import ApiException
     from kubernetes.config.config_exception import ConfigException
     import yaml
+    from urllib3 import util as urllib3_util
     from urllib3._collections import HTTPHeaderDict
     from urllib3.exceptions import HTTPError as Urllib3HTTPError
 except ImportError:
@@ -48,6 +51,15 @@ KUBE_AUTH_ARGSPEC = dict(
     client_key=dict(type='path', aliases=['key_file'], no_log=False, fallback=(env_fallback, ['K8S_AUTH_KEY_FILE'])),
     validate_certs=dict(type='bool', aliases=['verify_ssl'], fallback=(env_fallback, ['K8S_AUTH_VERIFY_SSL'])),
     proxy=dict(type='str', fallback=(env_fallback, ['K8S_AUTH_PROXY'])),
+    no_proxy=dict(type='str', fallback=(env_fallback, ['K8S_AUTH_NO_PROXY'])),
+    # apply_defaults: the K8S_AUTH_PROXY_HEADERS_* fallbacks apply without a proxy_headers option, as in
+    # kubernetes.core; unset keys stay None.
+    proxy_headers=dict(type='dict', apply_defaults=True, options=dict(
+        proxy_basic_auth=dict(type='str', no_log=True,
+                              fallback=(env_fallback, ['K8S_AUTH_PROXY_HEADERS_PROXY_BASIC_AUTH'])),
+        basic_auth=dict(type='str', no_log=True, fallback=(env_fallback, ['K8S_AUTH_PROXY_HEADERS_BASIC_AUTH'])),
+        user_agent=dict(type='str', fallback=(env_fallback, ['K8S_AUTH_PROXY_HEADERS_USER_AGENT'])),
+    )),
     impersonate_user=dict(type='str', fallback=(env_fallback, ['K8S_AUTH_IMPERSONATE_USER'])),
     impersonate_groups=dict(type='list', elements='str', fallback=(env_fallback, ['K8S_AUTH_IMPERSONATE_GROUPS'])),
 )
@@ -167,46 +179,201 @@ def _private_temp_dir():
     return _PRIVATE_DIR[0]
 
 
-def _load_kubeconfig(params, configuration):
+def _split_paths(value):
+    return [os.path.expanduser(part) for part in value.split(os.pathsep) if part]
+
+
+def _kubeconfig_source(params):
+    """What the kubeconfig comes from: a dict, a list of paths, or None.
+
+    A path option may hold several paths joined by os.pathsep (':'), as KUBECONFIG does; each one must
+    exist. Without the option, KUBECONFIG's paths are read the way kubectl reads them: missing ones are
+    skipped (~/.kube/config when KUBECONFIG is unset)."""
     kubeconfig = params.get('kubeconfig')
-    context = params.get('context')
     if isinstance(kubeconfig, dict):
-        option = 'kubeconfig'
+        return kubeconfig
+    if kubeconfig not in (None, ''):  # '' (an empty K8S_AUTH_KUBECONFIG) is unset, as in kubernetes.core
+        if not isinstance(kubeconfig, str):
+            raise KueueOpsError('must be a path or a dictionary, got %s' % type(kubeconfig).__name__,
+                                field='kubeconfig', fix='pass the path of a kubeconfig file (several joined by '
+                                                        '%r) or its parsed content' % os.pathsep)
+        paths = _split_paths(kubeconfig)
+        missing = [path for path in paths if not os.path.isfile(path)]
+        if missing or not paths:
+            several = ' (of %s)' % kubeconfig if len(paths) > 1 else ''
+            raise KueueOpsError('file %s does not exist%s' % (', '.join(missing) or repr(kubeconfig), several),
+                                field='kubeconfig',
+                                fix='give the path of an existing kubeconfig (several joined by %r), or unset '
+                                    'K8S_AUTH_KUBECONFIG' % os.pathsep)
+        return paths
+    paths = [path for path in _split_paths(os.environ.get('KUBECONFIG') or '~/.kube/config') if os.path.isfile(path)]
+    return paths or None
+
+
+def read_kubeconfig_file(path):
+    try:
+        with open(path) as handle:
+            data = yaml.safe_load(handle)
+    except (OSError, yaml.YAMLError) as exc:
+        raise KueueOpsError('cannot load the kubeconfig %s: %s: %s' % (path, type(exc).__name__, exc),
+                            field='kubeconfig',
+                            fix='check that the kubeconfig is valid YAML with clusters, users and contexts')
+    return data if isinstance(data, dict) else {}
+
+
+def first_current_context(paths):
+    """The current-context of several kubeconfig files merged as kubectl merges them: the first file that
+    sets one wins (the kubernetes Python client's merger lets the last one win; the collection passes this
+    context explicitly, so the Python client and helm use the same)."""
+    for path in paths:
+        name = read_kubeconfig_file(path).get('current-context')
+        if name:
+            return name
+    return None
+
+
+def resolve_kube_options(params):
+    """The one translation of the Kubernetes options (KUBE_AUTH_ARGSPEC ``params``) for every client: the
+    Python client (``build_api_client``) and helm (``helm_runner.helm_kube_env``) both start from it.
+
+    Returns a dict: ``kubeconfig`` (a dict, a list of existing paths, or None), ``context`` (the option, else
+    the current-context the first kubeconfig file sets, as kubectl), ``in_cluster`` (no kubeconfig and no
+    host, inside a pod), the other options as given, ``proxy`` and ``no_proxy`` checked, and
+    ``proxy_headers`` without its unset keys. Raises ``KueueOpsError`` naming the option at fault."""
+    options = dict((key, params.get(key)) for key in KUBE_AUTH_ARGSPEC)
+    source = _kubeconfig_source(params)
+    options['kubeconfig'] = source
+    options['in_cluster'] = False
+    if isinstance(source, list) and not options.get('context') and len(source) > 1:
+        options['context'] = first_current_context(source)
+    if source is None and not params.get('host'):
+        if os.environ.get('KUBERNETES_SERVICE_HOST'):
+            options['in_cluster'] = True
+        else:
+            default = os.environ.get('KUBECONFIG') or '~/.kube/config'
+            raise KueueOpsError('no Kubernetes connection configured (no kubeconfig at %s, no host)'
+                                % os.path.expanduser(default), field='kubeconfig',
+                                fix='set kubeconfig (or K8S_AUTH_KUBECONFIG / KUBECONFIG), or host and api_key')
+    options['proxy'] = _check_proxy(params.get('proxy'))
+    options['no_proxy'] = _check_no_proxy(params.get('no_proxy'))
+    headers = dict((key, value) for key, value in (params.get('proxy_headers') or {}).items() if value is not None)
+    if headers and not options['proxy']:
+        raise KueueOpsError('proxy_headers (%s) are set without a proxy' % ', '.join(sorted(headers)),
+                            field='proxy_headers', fix='set proxy (or K8S_AUTH_PROXY), or drop proxy_headers')
+    options['proxy_headers'] = headers
+    return options
+
+
+_PROXY_SCHEMES = ('http', 'https', 'socks5', 'socks5h')
+
+
+def _check_proxy(proxy):
+    if not proxy:
+        return None
+    try:
+        parts = urlsplit(proxy)
+        parts.port  # pylint: disable=pointless-statement  # raises ValueError for a bad port
+    except ValueError as exc:
+        parts, error = None, str(exc)
+    else:
+        error = None
+    if parts is None or parts.scheme not in _PROXY_SCHEMES or not parts.hostname:
+        raise KueueOpsError('%r is not a proxy URL%s' % (proxy, ' (%s)' % error if error else ''), field='proxy',
+                            fix='give a URL such as http://proxy.example.com:3128 (schemes: %s)'
+                                % ', '.join(_PROXY_SCHEMES))
+    return proxy
+
+
+_NO_PROXY_ENTRY_RE = re.compile(r'^(\*|\.?[a-z0-9]([-a-z0-9_.]*[a-z0-9])?(:[0-9]{1,5})?|[0-9a-f:.]+(/[0-9]{1,3})?'
+                                r'|\[[0-9a-f:.]+\](:[0-9]{1,5})?)$', re.IGNORECASE)
+
+
+def _check_no_proxy(no_proxy):
+    if not no_proxy:
+        return None
+    if not isinstance(no_proxy, str):
+        no_proxy = str(no_proxy)
+    bad = [entry for entry in (e.strip() for e in no_proxy.split(',')) if entry and not _NO_PROXY_ENTRY_RE.match(entry)]
+    if bad:
+        raise KueueOpsError('%s: not a host, domain, IP address or CIDR range' % ', '.join(repr(b) for b in bad),
+                            field='no_proxy', fix='give one comma-separated string, for example '
+                                                  '"localhost,.example.com,10.0.0.0/8"')
+    return no_proxy
+
+
+def bypasses_proxy(server, no_proxy):
+    """Whether the API server URL ``server`` matches a ``no_proxy`` entry (the rules of the kubernetes Python
+    client and curl: ``*``, a host or domain suffix with or without a leading dot, host:port, an IP address
+    or a CIDR range). Decided once here for the Python client and for helm."""
+    parts = urlsplit(server or '')
+    if not parts.hostname or not no_proxy:
+        return not parts.hostname
+    host = parts.hostname.lower()
+    host_and_port = parts.netloc.lower().rsplit('@', 1)[-1]
+    try:
+        host_ip = ipaddress.ip_address(host)
+    except ValueError:
+        host_ip = None
+    for entry in (e.strip().lower() for e in no_proxy.split(',')):
+        if not entry:
+            continue
+        if entry == '*':
+            return True
+        if host_ip is not None:
+            try:
+                if host_ip in ipaddress.ip_network(entry.strip('[]'), strict=False):
+                    return True
+            except ValueError:
+                pass
+        entry = entry.lstrip('.')
+        if host in (entry, entry.strip('[]')) or host.endswith('.' + entry) or host_and_port == entry \
+                or host_and_port.endswith('.' + entry):
+            return True
+    return False
+
+
+def effective_proxy(options, server):
+    """The proxy to reach ``server`` with under the resolved ``options`` (None: connect directly)."""
+    if not options.get('proxy') or bypasses_proxy(server, options.get('no_proxy')):
+        return None
+    return options['proxy']
+
+
+def proxy_url_with_auth(options, server):
+    """``effective_proxy`` with proxy_headers.proxy_basic_auth as the URL's user:password (how Go, hence
+    helm, sends Proxy-Authorization), or None."""
+    proxy = effective_proxy(options, server)
+    auth = (options.get('proxy_headers') or {}).get('proxy_basic_auth')
+    if not proxy or not auth:
+        return proxy
+    user, _sep, password = auth.partition(':')
+    parts = urlsplit(proxy)
+    netloc = '%s:%s@%s' % (quote(user, safe=''), quote(password, safe=''), parts.netloc.rsplit('@', 1)[-1])
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _load_kubeconfig(options, configuration):
+    kubeconfig = options['kubeconfig']
+    context = options.get('context')
+    if options['in_cluster']:
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except ConfigException as exc:
+            raise KueueOpsError('in-cluster configuration failed: %s' % exc, field='kubeconfig',
+                                fix='set kubeconfig or host')
+        return
+    if kubeconfig is None:
+        return
+    option = 'kubeconfig'
+    if isinstance(kubeconfig, dict):
         loader = k8s_config.load_kube_config_from_dict
         kwargs = dict(config_dict=kubeconfig, context=context, client_configuration=configuration,
                       persist_config=False, temp_file_path=_private_temp_dir())
-    elif kubeconfig is not None:
-        if not isinstance(kubeconfig, str):
-            raise KueueOpsError('must be a path or a dictionary, got %s' % type(kubeconfig).__name__,
-                                field='kubeconfig', fix='pass the path of a kubeconfig file or its parsed content')
-        path = os.path.expanduser(kubeconfig)
-        if not os.path.isfile(path):
-            raise KueueOpsError('file %s does not exist' % path, field='kubeconfig',
-                                fix='give the path of an existing kubeconfig, or unset K8S_AUTH_KUBECONFIG')
-        option = 'kubeconfig'
-        loader = k8s_config.load_kube_config
-        kwargs = dict(config_file=path, context=context, client_configuration=configuration,
-                      persist_config=False, temp_file_path=_private_temp_dir())
     else:
-        default = os.path.expanduser(os.environ.get('KUBECONFIG', '~/.kube/config').split(os.pathsep)[0])
-        if os.path.isfile(default):
-            option = 'kubeconfig'
-            loader = k8s_config.load_kube_config
-            kwargs = dict(config_file=default, context=context, client_configuration=configuration,
-                          persist_config=False, temp_file_path=_private_temp_dir())
-        elif params.get('host'):
-            return
-        elif os.environ.get('KUBERNETES_SERVICE_HOST'):
-            try:
-                k8s_config.load_incluster_config(client_configuration=configuration)
-            except ConfigException as exc:
-                raise KueueOpsError('in-cluster configuration failed: %s' % exc, field='kubeconfig',
-                                    fix='set kubeconfig or host')
-            return
-        else:
-            raise KueueOpsError('no Kubernetes connection configured (no kubeconfig at %s, no host)' % default,
-                                field='kubeconfig',
-                                fix='set kubeconfig (or K8S_AUTH_KUBECONFIG / KUBECONFIG), or host and api_key')
+        # KubeConfigMerger reads every path of the list (clusters, users and contexts: the first of a name wins).
+        loader = k8s_config.load_kube_config
+        kwargs = dict(config_file=os.pathsep.join(kubeconfig), context=context, client_configuration=configuration,
+                      persist_config=False, temp_file_path=_private_temp_dir())
 
     try:
         loader(**kwargs)
@@ -270,7 +437,11 @@ def _apply_overrides(params, configuration):
     if params.get('validate_certs') is not None:
         configuration.verify_ssl = params['validate_certs']
     if params.get('proxy'):
-        configuration.proxy = params['proxy']
+        # No proxy when no_proxy matches the server: the same decision helm gets (effective_proxy).
+        configuration.proxy = effective_proxy(params, configuration.host)
+        configuration.no_proxy = None  # decided above; the client must not re-decide from NO_PROXY
+        if params.get('proxy_headers') and configuration.proxy:
+            configuration.proxy_headers = urllib3_util.make_headers(**params['proxy_headers'])
 
 
 def build_api_client(params):
@@ -279,11 +450,12 @@ def build_api_client(params):
     Loads the kubeconfig (path, dict, default file or in-cluster), then applies
     explicit options over it. Raises ``KueueOpsError`` naming the option at fault.
     """
+    options = resolve_kube_options(params)
     configuration = k8s_client.Configuration()
-    _load_kubeconfig(params, configuration)
+    _load_kubeconfig(options, configuration)
     for option in ('ca_cert', 'client_cert', 'client_key'):
-        _check_file(params, option)
-    _apply_overrides(params, configuration)
+        _check_file(options, option)
+    _apply_overrides(options, configuration)
 
     # A kubeconfig token installs a hook that re-applies the kubeconfig's
     # settings before each request (to refresh expiring tokens); explicit
@@ -292,7 +464,7 @@ def build_api_client(params):
     if hook is not None:
         def refresh(config):
             hook(config)
-            _apply_overrides(params, config)
+            _apply_overrides(options, config)
 
         configuration.refresh_api_key_hook = refresh
 
@@ -301,7 +473,7 @@ def build_api_client(params):
                             fix='set host, or a kubeconfig whose context names a cluster server')
 
     api_client = k8s_client.ApiClient(configuration=configuration)
-    _add_impersonation(api_client, params.get('impersonate_user'), params.get('impersonate_groups'))
+    _add_impersonation(api_client, options.get('impersonate_user'), options.get('impersonate_groups'))
     return api_client
 
 

@@ -97,7 +97,16 @@ options:
         place. The checksums of the files are always checked.
     type: bool
     default: true
+attributes:
+  check_mode:
+    support: full
+    details: Reads the cluster and reports the path, files, counts and checksums it would write; writes nothing.
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - kueueops.aks.kube_auth
 notes:
   - Check mode reads the cluster and reports the path, files, counts and checksums that would be written, and writes

@@ -134,9 +134,12 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds to wait for the operation and the extension's states.
+    description:
+      - Seconds to wait for the operation and the extension's states.
+      - C(wait_timeout) is an alias, the name kubernetes.core modules use.
     type: int
     default: 900
+    aliases: [ wait_timeout ]
   force_delete:
     description:
       - With O(state=absent), ask ARM to delete the extension resource even if the agent cannot uninstall it from the
@@ -167,14 +170,25 @@ options:
         with local accounts disabled refuse this.
     type: bool
     default: false
+attributes:
+  check_mode:
+    support: full
+    details: Runs the preflight and reports what it would create, change or delete; sends no write to Azure Resource Manager.
+  diff_mode:
+    support: full
+    details: The extension before and after (protected settings never shown).
+  platform:
+    platforms: all
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - kueueops.aks.azure_auth
   - kueueops.aks.azure_auth.connection
   - kueueops.aks.kube_auth
 notes:
   - Check mode reads the cluster and the extension, runs the preflight, and reports what would change without sending
     a PUT, PATCH or DELETE and without writing O(kubeconfig_dest).
-  - The Kubernetes options are used only by the preflight's search for an unmanaged Kueue.
+  - The Kubernetes options are used only by the preflight's search for an unmanaged Kueue. With the credentials
+    fetched from ARM, O(proxy), O(no_proxy) and O(proxy_headers) still apply.
   - Supports diff mode; the diff holds the extension's type, namespace, release train, version, upgrade settings,
     configuration settings and the names of the protected settings.
 requirements:
@@ -492,6 +506,9 @@ class KueueExtension:
         if x.explicit_kube_options(p.get('kubeconfig'), p.get('host'), p.get('kubeconfig_dest')):
             return dict((key, p.get(key)) for key in KUBE_AUTH_ARGSPEC), 'the Kubernetes options'
         params = dict((key, None) for key in KUBE_AUTH_ARGSPEC)
+        # How to reach the API server still applies to the fetched credentials' cluster.
+        for key in ('proxy', 'no_proxy', 'proxy_headers'):
+            params[key] = p.get(key)
         params['kubeconfig'] = self.kubeconfig_dict()
         return params, 'the cluster credentials from ARM'
 
@@ -707,7 +724,7 @@ def main():
         configuration_protected_settings=dict(type='dict', no_log=True),
         update_protected_settings=dict(type='str', default='on_create', choices=['on_create', 'always']),
         wait=dict(type='bool', default=True),
-        timeout=dict(type='int', default=900),
+        timeout=dict(type='int', default=900, aliases=['wait_timeout']),
         force_delete=dict(type='bool', default=False),
         preflight=dict(type='bool', default=True),
         kubeconfig_dest=dict(type='path'),

@@ -41,7 +41,16 @@ options:
         keeps it as C(gitops.json) in the Kueue backup folder). Required.
     type: path
     required: true
+attributes:
+  check_mode:
+    support: full
+    details: Reports which objects it would pause or resume; patches nothing and writes no state file.
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - kueueops.aks.kube_auth
 requirements:
   - kubernetes >= 29.0.0

@@ -141,9 +141,12 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds helm waits, and the namespace deletion waits.
+    description:
+      - Seconds helm waits, and the namespace deletion waits.
+      - C(wait_timeout) is an alias, the name kubernetes.core modules use.
     type: int
     default: 300
+    aliases: [ wait_timeout ]
   atomic:
     description: Roll back a failed install or upgrade (helm v3 C(--atomic), helm v4 C(--rollback-on-failure)).
     type: bool
@@ -164,11 +167,25 @@ options:
         C(Terminating) (C(NamespaceDeletionDiscoveryFailure)).
     type: bool
     default: false
+attributes:
+  check_mode:
+    support: full
+    details: Runs every validation of the install (the role preflight) and reports whether the release would change; runs no helm upgrade or uninstall.
+  diff_mode:
+    support: full
+    details: The Helm values before and after (the managed extension's values hidden), or what an uninstall removes.
+  platform:
+    platforms: all
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - kueueops.aks.kube_auth
 notes:
   - Helm reads cluster credentials from the environment (C(KUBECONFIG), C(HELM_KUBETOKEN), ...), never from the
     command line. A kubeconfig given as a dictionary is written to a 0600 file in a private folder for the run.
+  - Helm gets the Kubernetes options from the same translation as the module's Python client; several kubeconfig
+    paths and the context the module uses, and O(proxy) (the C(proxy-url) of the context's cluster), O(client_cert)
+    and O(client_key) in a 0600 kubeconfig put first in C(KUBECONFIG). O(proxy_headers) other than
+    O(proxy_headers.proxy_basic_auth) are refused, helm cannot send them.
   - O(client_cert) and O(client_key) have no helm equivalent; give them inside a kubeconfig.
 requirements:
   - helm >= 3.13 (v3) or v4
@@ -266,6 +283,7 @@ import json
 import os
 import shutil
 import time
+from urllib.parse import quote
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -273,6 +291,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOp
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import (
     HelmError,
     HelmRunner,
+    check_helm_kube_options,
     helm_kube_env,
     registry_failure,
     registry_tls,
@@ -291,6 +310,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     check_connection,
     describe_kube_error,
     get_api_client,
+    resolve_kube_options,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import (
     catalog_for,
@@ -354,21 +374,9 @@ class KueueHelm:
         self.module.fail_json(msg=str(err), **extra)
 
     def kube_env(self, private_dir):
-        p = self.p
-        kubeconfig = p.get("kubeconfig")
-        if isinstance(kubeconfig, dict):
-            path = os.path.join(private_dir, "kubeconfig")
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                json.dump(kubeconfig, handle)
-            kubeconfig = path
-        if p.get("client_cert") or p.get("client_key"):
-            raise KueueOpsError("helm cannot take a client certificate outside a kubeconfig", field="client_cert",
-                                fix="put client-certificate and client-key in a kubeconfig and pass kubeconfig")
-        return helm_kube_env(kubeconfig=kubeconfig, context=p.get("context"), host=p.get("host"),
-                             api_key=p.get("api_key"), ca_cert=p.get("ca_cert"),
-                             validate_certs=p.get("validate_certs"), impersonate_user=p.get("impersonate_user"),
-                             impersonate_groups=p.get("impersonate_groups"))
+        # The translation the Python client got (resolve_kube_options), for the server it reached.
+        return helm_kube_env(resolve_kube_options(self.p), server=self.api.configuration.host,
+                             private_dir=private_dir)
 
     def find_helm(self):
         binary = self.p["binary_path"]
@@ -478,6 +486,7 @@ class KueueHelm:
                                 fix="give both, or neither for an anonymous registry")
         self.tls = registry_tls(p)
 
+        check_helm_kube_options(resolve_kube_options(p))  # what helm cannot do, before anything is contacted
         self.api = get_api_client(self.module)
         try:
             self.server_version = check_connection(self.api)
@@ -490,6 +499,10 @@ class KueueHelm:
             runner.env.update(env)
             if env.get("HELM_KUBETOKEN"):
                 runner.add_secret(env["HELM_KUBETOKEN"])
+            proxy_auth = (p.get("proxy_headers") or {}).get("proxy_basic_auth")
+            if proxy_auth:  # also as it is written in the proxy-url of helm's kubeconfig
+                for value in (proxy_auth, proxy_auth.partition(":")[2], quote(proxy_auth.partition(":")[2], safe="")):
+                    runner.add_secret(value)
             if p.get("registry_password"):
                 runner.add_secret(p["registry_password"])
             for value in runner.no_log_values:
@@ -786,7 +799,7 @@ def main():
         values_files=dict(type="list", elements="path", default=[]),
         binary_path=dict(type="path", default="helm"),
         wait=dict(type="bool", default=True),
-        timeout=dict(type="int", default=300),
+        timeout=dict(type="int", default=300, aliases=["wait_timeout"]),
         atomic=dict(type="bool", default=False),
         allow_managed_extension=dict(type="bool", default=False),
         delete_namespace=dict(type="bool", default=False),

@@ -25,7 +25,17 @@ options:
     description: The queue label.
     type: str
     default: kueue.x-k8s.io/queue-name
+attributes:
+  check_mode:
+    support: full
+    details: This action does not modify state.
+  diff_mode:
+    support: N/A
+    details: This action does not modify state.
+  platform:
+    platforms: all
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - kueueops.aks.kube_auth
 requirements:
   - kubernetes >= 29.0.0

@@ -119,9 +119,12 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds for the whole run, including O(wait) and waiting for pruned objects.
+    description:
+      - Seconds for the whole run, including O(wait) and waiting for pruned objects.
+      - C(wait_timeout) is an alias, the name kubernetes.core modules use.
     type: int
     default: 300
+    aliases: [ wait_timeout ]
   aks_extension:
     description:
       - Whether the cluster runs the AKS managed Kueue extension, which owns the C(aks-*) objects. Detected from
@@ -135,7 +138,17 @@ options:
     description: Concurrent requests within a kind.
     type: int
     default: 8
+attributes:
+  check_mode:
+    support: full
+    details: Validates and dry-runs every object against the API server and reports what would change or be pruned; writes nothing.
+  diff_mode:
+    support: full
+    details: The before and after of every object that changes (Secret values redacted).
+  platform:
+    platforms: all
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - kueueops.aks.kube_auth
 notes:
   - Check mode validates and dry-runs everything and reports what would change (and what would be pruned) without
@@ -301,7 +314,7 @@ def main():
         hold_admission=dict(type='bool', default=False),
         create_namespaces=dict(type='bool', default=False),
         wait=dict(type='bool', default=True),
-        timeout=dict(type='int', default=300),
+        timeout=dict(type='int', default=300, aliases=['wait_timeout']),
         aks_extension=dict(type='bool'),
         kueue_namespace=dict(type='str', default='kueue-system'),
         workers=dict(type='int', default=8),

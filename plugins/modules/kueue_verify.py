@@ -89,16 +89,29 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds to wait when O(wait=true).
+    description:
+      - Seconds to wait when O(wait=true).
+      - C(wait_timeout) is an alias, the name kubernetes.core modules use.
     type: int
     default: 300
+    aliases: [ wait_timeout ]
   fail_on_error:
     description:
       - Fail the task when a check fails. With V(false), the report is returned with C(ok=false) instead, for
         status dashboards.
     type: bool
     default: true
+attributes:
+  check_mode:
+    support: partial
+    details: Runs every check; the smoke test, which creates Jobs, is skipped.
+  diff_mode:
+    support: N/A
+    details: This action does not modify state other than by the smoke test.
+  platform:
+    platforms: all
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - kueueops.aks.kube_auth
 notes:
   - Read-only; supports check mode.
@@ -235,7 +248,7 @@ def main():
         smoke_test_requests=dict(type="dict", default={"cpu": "10m", "memory": "16Mi"}),
         queues=dict(type="bool", default=True),
         wait=dict(type="bool", default=True),
-        timeout=dict(type="int", default=300),
+        timeout=dict(type="int", default=300, aliases=["wait_timeout"]),
         fail_on_error=dict(type="bool", default=True),
     )
     argument_spec.update(KUBE_AUTH_ARGSPEC)

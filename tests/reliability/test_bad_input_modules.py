@@ -339,6 +339,25 @@ CASES = [
          ["cluster must exist"], {"args": ext_args(cluster_name="no-such-aks", preflight=False)}),
     Case("extension-missing-cluster-name", "kueue_extension", ["cluster_name"], ["missing required"],
          {"args": {"resource_group": "kueueops-rg"}}),
+    # ---- Kubernetes options of every module (issue 13): kubernetes.core's no_proxy, proxy_headers, several
+    # kubeconfig paths, wait_timeout; one module each (the options and their checks are shared).
+    Case("kube-no-proxy-not-a-string", "kueue_info", ["no_proxy", "'localhost'"], ["one comma-separated string"],
+         {"args": {"proxy": "http://127.0.0.1:9", "no_proxy": ["localhost", "10.0.0.0/8"]}}),
+    Case("kube-proxy-headers-unknown-key", "kueue_verify", ["proxy_headers", "proxy_auth"],
+         ["Supported parameters include: basic_auth, proxy_basic_auth, user_agent"],
+         {"args": {"wait": False, "proxy": "http://127.0.0.1:9", "proxy_headers": {"proxy_auth": "x"}}}),
+    Case("kube-proxy-headers-without-proxy", "kueue_jobs_info", ["proxy_headers", "without a proxy"], ["set proxy"],
+         {"args": {"proxy_headers": {"user_agent": "corpus/1"}}}),
+    Case("kube-proxy-not-a-url", "kueue_queues", ["proxy", "127.0.0.1:3128", "not a proxy URL"],
+         ["http://proxy.example.com:3128"], {"args": q([rf("corpus-bad")], proxy="127.0.0.1:3128")}),
+    Case("kube-kubeconfig-paths-one-missing", "kueue_backup", ["kubeconfig", "/nonexistent/second.kubeconfig"],
+         ["existing kubeconfig", "joined by ':'"],
+         {"args": {"dest": "{tmp}/backups", "kubeconfig": "{kubeconfig}:/nonexistent/second.kubeconfig"}}),
+    Case("helm-proxy-header-helm-cannot-send", "kueue_helm", ["proxy_headers", "user_agent", "helm cannot send"],
+         ["drop proxy_headers user_agent"],
+         {"args": helm_args(proxy="http://127.0.0.1:9", proxy_headers={"user_agent": "corpus/1"})}),
+    Case("helm-wait-timeout-alias-zero", "kueue_helm", ["timeout"], ["timeout: 300"],
+         {"args": helm_args(wait_timeout=0)}),
 ]
 
 
@@ -413,7 +432,8 @@ def test_bad_input_fails_safely(case, corpus, request, tmp_path):
                                      "chart_ref": os.environ["KUEUE_CHART_REF"],
                                      "tls_chart_ref": os.environ["KUEUE_TLS_CHART_REF"],
                                      "tls_ca": os.environ["KUEUE_TLS_REGISTRY_CA"],
-                                     "tls_user": os.environ["KUEUE_TLS_REGISTRY_USER"]})
+                                     "tls_user": os.environ["KUEUE_TLS_REGISTRY_USER"],
+                                     "kubeconfig": os.environ["K8S_AUTH_KUBECONFIG"]})
     env = {}
     ctl = None
     if case.entry == "kueue_extension":

@@ -20,5 +20,11 @@ def test_fragment_matches_argspec(fragment, argspec):
         assert doc.get('default') == spec.get('default'), name
         assert doc.get('choices') == spec.get('choices'), name
         assert doc.get('elements') == spec.get('elements'), name
+        if spec.get('options'):  # proxy_headers: each key has its variable
+            assert set(doc['suboptions']) == set(spec['options']), name
+            for key, sub in spec['options'].items():
+                assert doc['suboptions'][key]['type'] == sub['type'], (name, key)
+                assert sub['fallback'][1][0] in ' '.join(doc['suboptions'][key]['description']), (name, key)
+            continue
         env = spec['fallback'][1][0]
         assert env in ' '.join(doc['description']), (name, env)

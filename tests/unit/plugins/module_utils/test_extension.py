@@ -256,6 +256,12 @@ def test_explicit_kube_options(tmp_path):
     assert not x.explicit_kube_options(str(existing), None, kubeconfig_dest=str(existing))
     assert not x.explicit_kube_options(str(tmp_path / 'missing'), None)
     assert not x.explicit_kube_options('', None) and not x.explicit_kube_options(None, None)
+    # Several paths (issue 13): explicit when each exists and none is the file the module writes.
+    other = tmp_path / 'other'
+    other.write_text('x')
+    assert x.explicit_kube_options(str(existing) + os.pathsep + str(other), None)
+    assert not x.explicit_kube_options(str(existing) + os.pathsep + str(tmp_path / 'missing'), None)
+    assert not x.explicit_kube_options(str(other) + os.pathsep + str(existing), None, kubeconfig_dest=str(existing))
 
 
 # ---- errors ---------------------------------------------------------------------

@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils import helm_runner as hr
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import resolve_kube_options
 
 
 class FakeRun:
@@ -129,9 +130,10 @@ def test_registry_login_secret_on_stdin_only_and_scrubbed():
         assert secret in r.no_log_values
 
 
-def test_kube_token_in_env_not_argv_and_scrubbed():
-    env = hr.helm_kube_env(host="https://127.0.0.1:6443", api_key="tok-123", validate_certs=False,
-                           impersonate_groups=["a", "b"])
+def test_kube_token_in_env_not_argv_and_scrubbed(monkeypatch, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    env = hr.helm_kube_env(resolve_kube_options(dict(host="https://127.0.0.1:6443", api_key="tok-123",
+                                                     validate_certs=False, impersonate_groups=["a", "b"])))
     assert env == {"HELM_KUBEAPISERVER": "https://127.0.0.1:6443", "HELM_KUBETOKEN": "tok-123",
                    "HELM_KUBEINSECURE_SKIP_TLS_VERIFY": "true", "HELM_KUBEASGROUPS": "a,b"}
     r = runner("v3.19.5", env=env, answers=[(lambda a: "status" in a, (1, "", "Unauthorized: token tok-123"))])

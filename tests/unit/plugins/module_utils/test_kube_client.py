@@ -62,19 +62,27 @@ def no_default_kubeconfig(monkeypatch, tmp_path):
 def test_argspec_names_aliases_and_env_fallbacks():
     assert set(KUBE_AUTH_ARGSPEC) == {
         'kubeconfig', 'context', 'host', 'api_key', 'ca_cert', 'client_cert', 'client_key',
-        'validate_certs', 'proxy', 'impersonate_user', 'impersonate_groups'}
+        'validate_certs', 'proxy', 'no_proxy', 'proxy_headers', 'impersonate_user', 'impersonate_groups'}
     assert KUBE_AUTH_ARGSPEC['api_key']['no_log'] is True
     assert KUBE_AUTH_ARGSPEC['kubeconfig']['type'] == 'raw'
     assert KUBE_AUTH_ARGSPEC['ca_cert']['aliases'] == ['ssl_ca_cert']
     assert KUBE_AUTH_ARGSPEC['client_cert']['aliases'] == ['cert_file']
     assert KUBE_AUTH_ARGSPEC['client_key']['aliases'] == ['key_file']
     assert KUBE_AUTH_ARGSPEC['validate_certs']['aliases'] == ['verify_ssl']
-    envs = {name: spec['fallback'][1][0] for name, spec in KUBE_AUTH_ARGSPEC.items()}
+    envs = {name: spec['fallback'][1][0] for name, spec in KUBE_AUTH_ARGSPEC.items() if name != 'proxy_headers'}
     assert envs == {
         'kubeconfig': 'K8S_AUTH_KUBECONFIG', 'context': 'K8S_AUTH_CONTEXT', 'host': 'K8S_AUTH_HOST',
         'api_key': 'K8S_AUTH_API_KEY', 'ca_cert': 'K8S_AUTH_SSL_CA_CERT', 'client_cert': 'K8S_AUTH_CERT_FILE',
         'client_key': 'K8S_AUTH_KEY_FILE', 'validate_certs': 'K8S_AUTH_VERIFY_SSL', 'proxy': 'K8S_AUTH_PROXY',
+        'no_proxy': 'K8S_AUTH_NO_PROXY',
         'impersonate_user': 'K8S_AUTH_IMPERSONATE_USER', 'impersonate_groups': 'K8S_AUTH_IMPERSONATE_GROUPS'}
+    # kubernetes.core's proxy_headers: a dict of three keys, each with its K8S_AUTH_PROXY_HEADERS_* variable.
+    headers = KUBE_AUTH_ARGSPEC['proxy_headers']
+    assert headers['type'] == 'dict' and 'fallback' not in headers
+    assert {k: v['fallback'][1][0] for k, v in headers['options'].items()} == {
+        'proxy_basic_auth': 'K8S_AUTH_PROXY_HEADERS_PROXY_BASIC_AUTH',
+        'basic_auth': 'K8S_AUTH_PROXY_HEADERS_BASIC_AUTH', 'user_agent': 'K8S_AUTH_PROXY_HEADERS_USER_AGENT'}
+    assert headers['options']['proxy_basic_auth']['no_log'] and headers['options']['basic_auth']['no_log']
 
 
 def test_argspec_env_fallback_and_no_log(monkeypatch):
@@ -87,6 +95,21 @@ def test_argspec_env_fallback_and_no_log(monkeypatch):
     assert result.validated_parameters['validate_certs'] is False
     assert result.validated_parameters['impersonate_groups'] == ['g1', 'g2']
     assert 'sekrit-token' in result._no_log_values
+    assert result.validated_parameters['proxy_headers'] == dict(proxy_basic_auth=None, basic_auth=None,
+                                                                user_agent=None)
+
+
+def test_argspec_proxy_headers_from_env_and_no_log(monkeypatch):
+    monkeypatch.setenv('K8S_AUTH_PROXY_HEADERS_PROXY_BASIC_AUTH', 'bob:pr0xy-pw')
+    monkeypatch.setenv('K8S_AUTH_NO_PROXY', 'localhost,10.0.0.0/8')
+    result = ArgumentSpecValidator(KUBE_AUTH_ARGSPEC).validate({'proxy_headers': {'user_agent': 'ua/1'}})
+    assert result.error_messages == []
+    assert result.validated_parameters['proxy_headers'] == dict(proxy_basic_auth='bob:pr0xy-pw', basic_auth=None,
+                                                                user_agent='ua/1')
+    assert result.validated_parameters['no_proxy'] == 'localhost,10.0.0.0/8'
+    assert 'bob:pr0xy-pw' in result._no_log_values
+    unknown = ArgumentSpecValidator(KUBE_AUTH_ARGSPEC).validate({'proxy_headers': {'proxy_auth': 'x'}})
+    assert 'proxy_auth' in ' '.join(unknown.error_messages)
 
 
 # ---- redaction -------------------------------------------------------------
