@@ -1,5 +1,5 @@
 """The collection as users get it: `ansible-galaxy collection build` makes a tarball that
-installs, whose modules and role `ansible-doc` renders; module_defaults for the action
+installs, whose modules and roles (the shared kueue and the job roles) `ansible-doc` renders; module_defaults for the action
 group `kueue` sets authentication once (issue 3)."""
 from __future__ import annotations
 
@@ -52,6 +52,18 @@ def test_build_install_and_ansible_doc(tmp_path):
     assert role.returncode == 0, role.stderr
     entry_points = json.loads(role.stdout)["kueueops.aks.kueue"]["entry_points"]
     assert {"main", "install", "configure_queues", "uninstall_with_backup"} <= set(entry_points)
+    # the job roles (issue 13): each renders, with the options of the shared role's entry point it runs
+    for job in ("install", "configure_queues", "uninstall_with_backup"):
+        assert "roles/%s/meta/argument_specs.yml" % job in listing and "roles/%s/tasks/main.yml" % job in listing
+        doc = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "role", "--json", "kueueops.aks." + job],
+                             capture_output=True, text=True, env=env)
+        assert doc.returncode == 0, doc.stderr
+        main = json.loads(doc.stdout)["kueueops.aks." + job]["entry_points"]
+        assert list(main) == ["main"] and main["main"]["short_description"] == entry_points[job]["short_description"]
+        assert main["main"]["options"] == entry_points[job]["options"], job
+        text = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "role", "kueueops.aks." + job],
+                              capture_output=True, text=True, env=dict(env, ANSIBLE_NOCOLOR="1"))  # bold is *main*
+        assert text.returncode == 0 and "ENTRY POINT: *main*" in text.stdout, text.stdout[:500] + text.stderr
 
 
 def test_module_defaults_for_the_action_group(cluster):
