@@ -26,7 +26,10 @@ def test_build_install_and_ansible_doc(tmp_path):
                              check=True).stdout.split()
     # What is shipped, and what is not (build_ignore).
     assert "plugins/modules/kueue_helm.py" in listing and "roles/kueue/meta/argument_specs.yml" in listing
-    assert not [p for p in listing if p.startswith(("tests/harness", "tests/integration", "hack/", ".venv"))]
+    excluded = ("tests/harness", "tests/integration", "tests/reliability", "tests/unit", "tests/__init__.py", "hack/",
+                ".venv")
+    assert not [p for p in listing if p.startswith(excluded)]
+    assert "tests/config.yml" in listing  # ansible-test's configuration: the only file of tests/ shipped
     dest = tmp_path / "collections"
     # Only the fresh path: with the working tree's collection path in the environment (make
     # exports it), ansible-galaxy would find kueueops.aks installed there and skip the install.
