@@ -3,8 +3,8 @@
 #
 #   hack/sanity.sh            # ansible-test sanity (no ignore files) + ansible-lint
 #   hack/sanity.sh sanity     # only ansible-test sanity
-#   hack/sanity.sh lint       # only ansible-lint --profile production, antsibull-changelog and
-#                             # antsibull-docs lint
+#   hack/sanity.sh lint       # only the lint of tests/ and hack/ (flake8, bash -n), ansible-lint
+#                             # --profile production, antsibull-changelog and antsibull-docs lint
 #   hack/sanity.sh sanity [ANSIBLE-TEST ARGS]   # e.g. --test pep8, or target paths
 #
 # What ansible-test sees is the *built* collection: we run
@@ -101,7 +101,19 @@ PYEOF
     (cd "$coll" && HOME="$home" ansible-test sanity --python "$PYVER" --local --color no "$@")
 }
 
+run_source_lint() {
+    # tests/ and hack/ are not shipped (galaxy.yml build_ignore), so ansible-test never sees them: flake8 with
+    # ansible-test's pep8 settings (pycodestyle, max line 160, its ignore list) plus pyflakes (unused imports,
+    # undefined names), and bash -n on the shell scripts.
+    echo "sanity.sh: flake8 on tests/ and hack/ (ansible-test's pep8 settings + pyflakes), bash -n on hack/*.sh"
+    (cd "$ROOT" && flake8 --max-line-length 160 --extend-ignore E402,W503,W504,E741,E203,E701,E704 \
+        --exclude .venv,.venv-compat,.run,tests/output,__pycache__ tests hack)
+    local script
+    for script in "$ROOT"/hack/*.sh; do bash -n "$script"; done
+}
+
 run_lint() {
+    run_source_lint
     echo "sanity.sh: ansible-lint --profile production in $ROOT"
     # The collection resolves from the working tree through .venv/collections (make venv
     # links it there), so FQCNs such as kueueops.aks.kueue_helm are checked, not guessed.

@@ -45,9 +45,8 @@ description:
   - B(State absent removes every Kueue object.) As the AKS documentation says, deleting the extension deletes all
     Kueue custom resources in the cluster (ClusterQueues, LocalQueues, ResourceFlavors, Cohorts, priority classes
     and every other Kueue configuration), clearing the finalizers that would block it; Jobs and Pods stay, queued
-    Jobs stay suspended. Back up first with kueueops.aks.kueue_backup, or use the C(uninstall_with_backup) entry
-    point of the kueueops.aks.kueue role, which backs up, pauses GitOps and lists the affected Jobs before it
-    uninstalls.
+    Jobs stay suspended. Back up first with kueueops.aks.kueue_backup, or use the kueueops.aks.uninstall_with_backup
+    role, which backs up, pauses GitOps and lists the affected Jobs before it uninstalls.
   - B(Credentials.) With O(kubeconfig_dest) or O(return_kubeconfig), the module fetches the cluster's kubeconfig
     through C(listClusterUserCredential) (C(listClusterAdminCredential) with O(admin_credentials)), so the following
     tasks reach the cluster without C(az aks get-credentials).

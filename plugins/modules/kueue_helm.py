@@ -26,7 +26,7 @@ description:
   - B(State absent destroys every Kueue object in the cluster.) The chart ships Kueue's CRDs as templates, so
     C(helm uninstall) deletes the CRDs and with them every ResourceFlavor, ClusterQueue, LocalQueue, Cohort,
     WorkloadPriorityClass and Workload. Export them first (kueueops.aks.kueue_backup, or the
-    kueueops.aks.kueue role's C(uninstall_with_backup) entry point, which does it for you). The module
+    kueueops.aks.uninstall_with_backup role, which does it for you). The module
     reports how many objects of each kind were deleted and warns.
 author:
   - kueueops contributors (@kueueops)

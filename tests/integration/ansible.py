@@ -61,7 +61,7 @@ class Result:
 
     def __repr__(self):
         return "<ansible rc=%d changed=%d failed=%d %s>" % (self.rc, self.changed, self.failed,
-                                                             self.failure_messages()[:3])
+                                                            self.failure_messages()[:3])
 
 
 def run_playbook(playbook, extravars: dict | None = None, check: bool = False, diff: bool = False,

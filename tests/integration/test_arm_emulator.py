@@ -239,7 +239,7 @@ def test_extension_lifecycle(cluster, kube, azure, arm_control):
     core.create_namespace({"metadata": {"name": "arm-jobs"}})
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "left-alone"},
            "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never",
-                                                            "containers": [{"name": "c", "image": "pause"}]}}}}
+                                                           "containers": [{"name": "c", "image": "pause"}]}}}}
     client.BatchV1Api(kube).create_namespaced_job("arm-jobs", job)
     try:
         azure["ext"].extensions.begin_delete(*ext_args(azure)).result()

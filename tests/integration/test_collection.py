@@ -1,5 +1,5 @@
 """The collection as users get it: `ansible-galaxy collection build` makes a tarball that
-installs, whose modules and role `ansible-doc` renders; module_defaults for the action
+installs, whose modules and roles (the shared kueue and the job roles) `ansible-doc` renders; module_defaults for the action
 group `kueue` sets authentication once (issue 3)."""
 from __future__ import annotations
 
@@ -26,7 +26,10 @@ def test_build_install_and_ansible_doc(tmp_path):
                              check=True).stdout.split()
     # What is shipped, and what is not (build_ignore).
     assert "plugins/modules/kueue_helm.py" in listing and "roles/kueue/meta/argument_specs.yml" in listing
-    assert not [p for p in listing if p.startswith(("tests/harness", "tests/integration", "hack/", ".venv"))]
+    excluded = ("tests/harness", "tests/integration", "tests/reliability", "tests/unit", "tests/__init__.py", "hack/",
+                ".venv")
+    assert not [p for p in listing if p.startswith(excluded)]
+    assert "tests/config.yml" in listing  # ansible-test's configuration: the only file of tests/ shipped
     dest = tmp_path / "collections"
     # Only the fresh path: with the working tree's collection path in the environment (make
     # exports it), ansible-galaxy would find kueueops.aks installed there and skip the install.
@@ -52,6 +55,18 @@ def test_build_install_and_ansible_doc(tmp_path):
     assert role.returncode == 0, role.stderr
     entry_points = json.loads(role.stdout)["kueueops.aks.kueue"]["entry_points"]
     assert {"main", "install", "configure_queues", "uninstall_with_backup"} <= set(entry_points)
+    # the job roles (issue 13): each renders, with the options of the shared role's entry point it runs
+    for job in ("install", "configure_queues", "uninstall_with_backup"):
+        assert "roles/%s/meta/argument_specs.yml" % job in listing and "roles/%s/tasks/main.yml" % job in listing
+        doc = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "role", "--json", "kueueops.aks." + job],
+                             capture_output=True, text=True, env=env)
+        assert doc.returncode == 0, doc.stderr
+        main = json.loads(doc.stdout)["kueueops.aks." + job]["entry_points"]
+        assert list(main) == ["main"] and main["main"]["short_description"] == entry_points[job]["short_description"]
+        assert main["main"]["options"] == entry_points[job]["options"], job
+        text = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "role", "kueueops.aks." + job],
+                              capture_output=True, text=True, env=dict(env, ANSIBLE_NOCOLOR="1"))  # bold is *main*
+        assert text.returncode == 0 and "ENTRY POINT: *main*" in text.stdout, text.stdout[:500] + text.stderr
 
 
 def test_module_defaults_for_the_action_group(cluster):

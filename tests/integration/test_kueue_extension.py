@@ -150,7 +150,7 @@ def test_install_idempotent_check_diff_settings_credentials_uninstall(cluster, k
     res = update.result("Manage the Kueue extension")
     assert res["operation"] == "updated"
     assert res["extension"]["properties"]["configurationSettings"] == {"controllerManager.replicas": "1",
-                                                                        "kueueops.example": "true"}
+                                                                       "kueueops.example": "true"}
     assert [m for m, _p in writes(ctl)] == ["PATCH"]
     assert run(settings).changed == 0
 

@@ -197,7 +197,7 @@ def _assert_no_admission_before_the_last_queue(recorder, restored):
     assert any("job-ur-nlp-" in n for n in admissions) and any("job-ur-vision-" in n for n in admissions), admissions
     print("last queue restored: %s at resourceVersion %d; first ClusterQueue release at %s; admissions: %s" % (
         last_key, last_rv, min(released) if released else None, ", ".join("%s rv %d (%+.3f s)" % (n, rv, when - last_time)
-                                     for n, (rv, when) in sorted(admissions.items(), key=lambda i: i[1][0]))))
+                                                                          for n, (rv, when) in sorted(admissions.items(), key=lambda i: i[1][0]))))
     early = sorted((rv, n) for n, (rv, _when) in admissions.items() if rv < last_rv)
     assert not early, "admitted before %s was restored (resourceVersion %d): %s" % (
         " ".join(map(str, last_key)), last_rv, early)

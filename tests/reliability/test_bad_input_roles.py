@@ -1,6 +1,8 @@
 """Bad-input corpus, role and playbook half (issue 8, item 1): every case is one real ansible-playbook run
 through an entry point of the kueue role (install/main, configure_queues, uninstall_with_backup) or a
-playbook (site, configure_queues, uninstall, restore, migrate, status), on the real local control plane
+playbook (site, configure_queues, uninstall, restore, migrate, status), or through a job role
+(kueueops.aks.install, configure_queues, uninstall_with_backup) in a play's `roles:`, whose own argument
+spec (its `main` entry point) refuses the case before the shared role runs, on the real local control plane
 with Kueue installed with Helm and the repository's queue configuration (playbooks/vars/queues.yml)
 applied, so that "unchanged" is meaningful: the resourceVersion of every queue object, namespace, CRD,
 chart object and Helm release record (hence the release revision) is compared before and after.
@@ -73,6 +75,7 @@ def C(case_id, entry, names, fix, **data) -> Case:  # pylint: disable=invalid-na
 
 SITE, CONFIGURE, UNINSTALL, RESTORE, MIGRATE, STATUS = (
     "site", "configure_queues", "uninstall", "restore", "migrate", "status")
+ROLES = "roles"  # a play of one job role in `roles:` (data["role"]), written at run time
 
 CASES = [
     # ---------------------------------------------------------------- install (site.yml -> role install/main)
@@ -231,6 +234,14 @@ CASES = [
       vars={"kueue_extension_version": "0.1.0"}),
     C("extension-over-unmanaged-kueue", "install", ["kueue-system/kueue-controller-manager"], ["playbooks/migrate.yml"],
       playbook=SITE, inventory="extension", arm=True, vars={}),
+    # ---------------------------------------------------------------- job roles in roles: (their own argument spec)
+    C("job-role-install-feature-gates-wrong-type", "install", ["kueue_feature_gates"], ["dict"],
+      playbook=ROLES, role="kueueops.aks.install", vars={"kueue_feature_gates": ["TopologyAwareScheduling"]}),
+    C("job-role-configure-queues-resources-wrong-type", "configure_queues", ["kueue_resources"], ["list"],
+      playbook=ROLES, role="kueueops.aks.configure_queues", vars={"kueue_resources": {"ResourceFlavor": "cpu"}}),
+    C("job-role-uninstall-include-secrets-not-a-bool", "uninstall_with_backup",
+      ["kueue_backup_include_secrets", "perhaps"], ["bool"], playbook=ROLES, role="kueueops.aks.uninstall_with_backup",
+      vars={"kueue_backup_dir": "{tmp}/backups-job-role", "kueue_backup_include_secrets": "perhaps"}),
 ]
 
 
@@ -385,10 +396,20 @@ def test_bad_input_fails_safely(case, setup, request, tmp_path):
         before = rbac.snapshot(kube)
         if ctl is not None:
             ctl.clear_requests()
-        result = run_playbook(PLAYBOOK % data["playbook"], extravars=_fill(data.get("vars", {}), ctx),
+        playbook = PLAYBOOK % data["playbook"]
+        if data["playbook"] == ROLES:
+            playbook = [{"name": "A job role", "hosts": "kueue_clusters", "connection": "local", "gather_facts": False,
+                         "roles": [data["role"]]}]
+        result = run_playbook(playbook, extravars=_fill(data.get("vars", {}), ctx),
                               inventory=inventory, env=_fill(data.get("env"), ctx), timeout=600)
         filled = Case(case.id, case.entry, _fill(case.names, ctx), _fill(case.fix, ctx), case.data)
         message = assert_fails_safely(filled, result, kube, before)
+        if data["playbook"] == ROLES:
+            # refused by the job role's own spec (its main entry point), not by the shared role's after it
+            failed = [r for _name, r in result.tasks() if r.get("failed")]
+            assert [r.get("validate_args_context") for r in failed] == [{
+                "argument_spec_name": "main", "name": data["role"].split(".")[-1], "type": "role",
+                "path": failed[0]["validate_args_context"]["path"]}], failed
         if ctl is not None:
             assert ctl.writes() == [], "%s wrote to ARM: %s" % (case.id, ctl.writes())
         if os.environ.get("KUEUEOPS_SHOW_MESSAGES"):
@@ -401,6 +422,8 @@ def test_bad_input_fails_safely(case, setup, request, tmp_path):
 def test_the_corpus_is_large_enough_and_covers_every_entry_point():
     assert len(CASES) >= 20
     assert len({c.id for c in CASES}) == len(CASES)
-    assert {c.data["playbook"] for c in CASES} == {SITE, CONFIGURE, UNINSTALL, RESTORE, MIGRATE, STATUS}
+    assert {c.data["playbook"] for c in CASES} == {SITE, CONFIGURE, UNINSTALL, RESTORE, MIGRATE, STATUS, ROLES}
+    assert {c.data["role"] for c in CASES if c.data["playbook"] == ROLES} == {
+        "kueueops.aks.install", "kueueops.aks.configure_queues", "kueueops.aks.uninstall_with_backup"}
     assert {c.entry for c in CASES} >= {"install", "configure_queues", "uninstall_with_backup", "restore",
                                         "migrate", "status"}

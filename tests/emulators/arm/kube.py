@@ -208,7 +208,7 @@ class ExtensionInstaller:
 
     def extension_config_path(self, namespace: str) -> str:
         return "/apis/%s/%s/namespaces/%s/extensionconfigs" % (EXTENSION_CONFIG_GROUP, EXTENSION_CONFIG_VERSION,
-                                                              namespace)
+                                                               namespace)
 
     def apply_extension_config(self, release: str, namespace: str, version: str) -> None:
         """The extension manager's record of the instance (spec and status in one object: the emulated CRD has

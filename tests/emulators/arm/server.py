@@ -123,8 +123,8 @@ class Emulator:
 
     def check_token(self, header: str | None) -> None:
         challenge = {"WWW-Authenticate": 'Bearer authorization_uri="%s/%s", error="invalid_token", '
-                                          'error_description="The authentication failed because of missing '
-                                          '\'Authorization\' header."' % (self.url, self.config["tenant_id"])}
+                                         'error_description="The authentication failed because of missing '
+                                         '\'Authorization\' header."' % (self.url, self.config["tenant_id"])}
         if not header:
             raise ArmError(401, "AuthenticationFailed",
                            "Authentication failed. The 'Authorization' header is missing.", challenge)

@@ -162,7 +162,7 @@ def test_status_and_get_values():
 
 def test_uninstall_not_found_is_false():
     r = runner("v3.19.5", answers=[(lambda a: "uninstall" in a, (1, "", "Error: uninstall: Release not loaded: "
-                                                                       "kueue: release: not found"))])
+                                                                        "kueue: release: not found"))])
     assert r.uninstall("kueue", "ns") is False
 
 

@@ -1,7 +1,5 @@
 """helm_values: rendering Kueue values the chart understands, and catching the ones it ignores."""
 
-import os
-
 import pytest
 import yaml
 

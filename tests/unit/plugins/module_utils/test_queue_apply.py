@@ -185,8 +185,8 @@ def test_prune_reverse_order_and_only_ours(server):
     run(config())
     server.store[('ResourceFlavor', '', 'foreign')] = {
         'apiVersion': V2, 'kind': 'ResourceFlavor', 'metadata': {'name': 'foreign', 'resourceVersion': '1',
-                                                                  'managedFields': [{'manager': 'kubectl',
-                                                                                     'operation': 'Apply'}]}}
+                                                                 'managedFields': [{'manager': 'kubectl',
+                                                                                    'operation': 'Apply'}]}}
     server.calls[:] = []
     res = run([config()[0]], prune=True)
     assert [c[1] for c in writes(server)] == [('LocalQueue', 'team-a', 'q'), ('ClusterQueue', '', 'a')]

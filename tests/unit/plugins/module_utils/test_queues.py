@@ -354,7 +354,7 @@ def test_reference_to_object_being_pruned():
 def test_bad_quantities_named_with_field():
     bad = cq('a')
     bad['spec']['resourceGroups'][0]['flavors'][0]['resources'][0].update(nominalQuota='10 cores',
-                                                                         borrowingLimit='-2')
+                                                                          borrowingLimit='-2')
     bad['spec']['fairSharing'] = {'weight': 'heavy'}
     problems = validate([rf('default'), bad])
     assert [p.field for p in problems] == [

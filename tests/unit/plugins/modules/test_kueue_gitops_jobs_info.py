@@ -84,7 +84,7 @@ def test_pause_records_previous_state_then_resume_restores_it(tmp_path):
     assert stat.S_IMODE(os.stat(state).st_mode) == 0o600
     record = json.load(open(state))
     assert [o['previous'] for o in record['objects']] == [{'automated': {'prune': True}}, {'suspend': False},
-                                                         {'suspend': None}]
+                                                          {'suspend': None}]
     # Pausing again changes nothing and keeps the first recorded state.
     changed, _out = g.pause(Module(), api, refs(KS, HR, APP), state)
     assert not changed and json.load(open(state)) == record

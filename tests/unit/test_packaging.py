@@ -1,0 +1,98 @@
+"""What `ansible-galaxy collection build` ships (issue 13, item 7): every Python file in the tarball imports
+only what the tarball holds (or a requirement such as ansible, kubernetes, azure): a shipped test that imports
+an excluded helper (tests/reliability importing tests/integration and tests/harness did) cannot run where the
+collection is installed. The test builds the tarball exactly as users and hack/sanity.sh do."""
+import ast
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLLECTION = 'ansible_collections.kueueops.aks'
+# Top-level names that are folders or files of this repository: an import of one must resolve in the tarball.
+LOCAL = {name[:-3] if name.endswith('.py') else name for name in os.listdir(ROOT) if not name.startswith('.')}
+
+
+@pytest.fixture(scope='module')
+def shipped(tmp_path_factory):
+    out = tmp_path_factory.mktemp('build')
+    galaxy = os.path.join(os.path.dirname(sys.executable), 'ansible-galaxy')
+    subprocess.run([galaxy, 'collection', 'build', ROOT, '--output-path', str(out)], check=True, capture_output=True)
+    (tarball,) = [p for p in os.listdir(out) if p.endswith('.tar.gz')]
+    with tarfile.open(str(out / tarball)) as tar:
+        members = {m.name: m for m in tar.getmembers() if m.isfile()}
+        sources = {name: tar.extractfile(m).read().decode() for name, m in members.items() if name.endswith('.py')}
+    return set(members), sources
+
+
+def _imports(name, source):
+    """(module, names imported from it or None, relative) for every import of the file."""
+    package = os.path.dirname(name).replace('/', '.')
+    for node in ast.walk(ast.parse(source, name)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, None, False
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ''
+            if node.level:
+                base = package.split('.')[:len(package.split('.')) - node.level + 1]
+                module = '.'.join(base + ([module] if module else []))
+            yield module, [alias.name for alias in node.names], bool(node.level)
+
+
+def _defined(source):
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split('.')[0] for a in node.names)
+    return names
+
+
+def _missing(module, names, relative, files, sources):
+    """What of `from module import names` (or `import module`) the shipped files do not hold."""
+    if module.startswith(COLLECTION + '.') or module == COLLECTION:
+        module = module[len(COLLECTION) + 1:]
+    elif not relative and module.split('.')[0] not in LOCAL:
+        return []  # a requirement (ansible, kubernetes, azure, yaml) or the standard library
+    path = module.replace('.', '/')
+    if path + '.py' in files:
+        return []  # a module: the names are its attributes
+    init = path + '/__init__.py'
+    if not any(f.startswith(path + '/') for f in files):
+        return [module]  # neither a module nor a package (collection folders are namespace packages)
+    if names is None:
+        return []
+    defined = _defined(sources.get(init, ''))
+    return ['%s.%s' % (module, n) for n in names
+            if n not in defined and path + '/' + n + '.py' not in files and path + '/' + n + '/__init__.py' not in files]
+
+
+def test_shipped_python_imports_only_what_is_shipped(shipped):
+    files, sources = shipped
+    assert 'plugins/module_utils/errors.py' in files and 'tests/config.yml' in files
+    missing = sorted('%s imports %s' % (name, what) for name, source in sources.items()
+                     for module, names, relative in _imports(name, source)
+                     for what in _missing(module, names, relative, files, sources))
+    assert not missing, 'shipped files import what build_ignore leaves out:\n' + '\n'.join(missing)
+
+
+def test_the_check_sees_an_unshipped_import():
+    files = {'plugins/module_utils/errors.py', 'tests/__init__.py', 'tests/reliability/__init__.py',
+             'tests/reliability/badinput.py', 'tests/integration/__init__.py'}
+
+    def missing(source):
+        return [what for module, names, rel in _imports('tests/reliability/test_x.py', source)
+                for what in _missing(module, names, rel, files, {})]
+    assert missing('from tests.integration.ansible import run_playbook\nfrom . import rbac\nimport tests.harness\n') \
+        == ['tests.integration.ansible', 'tests.reliability.rbac', 'tests.harness']
+    assert missing('from tests.integration import ansible\n') == ['tests.integration.ansible']
+    assert missing('from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError\n'
+                   'from ansible_collections.kueueops.aks.plugins.module_utils import errors\n'
+                   'from .badinput import Case\nfrom . import badinput\nimport yaml\nimport os.path\n') == []
