@@ -241,7 +241,7 @@ def test_registry_tls_accepts_what_helm_uses(pem_files):
     assert hr.registry_tls(params) == {"ca_file": pem_files["ca.pem"], "cert_file": pem_files["cert.pem"],
                                        "key_file": pem_files["key.pem"], "insecure_skip_tls_verify": False}
     assert hr.registry_tls({"plain_http": True}) == {"ca_file": None, "cert_file": None, "key_file": None,
-                                                    "insecure_skip_tls_verify": False}
+                                                     "insecure_skip_tls_verify": False}
 
 
 @pytest.mark.parametrize("params,field,needles", [

@@ -201,7 +201,7 @@ def test_helm_gets_the_proxy_and_client_certificate_with_host_only(tmp_path):
     assert env['HELM_KUBECONTEXT'] == 'kueueops' and env['HELM_KUBEAPISERVER'] == 'https://127.0.0.1:6443'
     overlay = overlay_of(env)
     assert overlay['clusters'] == [{'name': 'kueueops', 'cluster': {'server': 'https://127.0.0.1:6443',
-                                                                     'proxy-url': 'http://127.0.0.1:3128'}}]
+                                                                    'proxy-url': 'http://127.0.0.1:3128'}}]
     assert overlay['users'] == [{'name': 'kueueops', 'user': {'client-certificate': str(tmp_path / 'c.pem'),
                                                               'client-key': str(tmp_path / 'k.pem')}}]
     assert overlay['contexts'] == [{'name': 'kueueops', 'context': {'cluster': 'kueueops', 'user': 'kueueops'}}]
