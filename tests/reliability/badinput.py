@@ -12,6 +12,7 @@ Failing safely means, for every case of tests/reliability/test_bad_input_*.py:
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from . import rbac
 
@@ -40,10 +41,30 @@ def message_of(result) -> str:
     return (result.stdout + result.stderr)[-4000:]
 
 
+TRACEBACK_MARKS = ("Traceback (most recent call last)", "MODULE FAILURE")
+
+
 def assert_no_traceback(result) -> None:
-    text = result.stdout + result.stderr
-    assert "Traceback (most recent call last)" not in text, text[-4000:]
-    assert "MODULE FAILURE" not in text, text[-4000:]
+    assert_no_traceback_in(result.stdout + result.stderr)
+
+
+def assert_no_traceback_in(text: str, what: str = "") -> None:
+    for mark in TRACEBACK_MARKS:
+        assert mark not in text, "%s%s" % (what and what + ": ", text[-4000:])
+
+
+def assert_names_and_fix(case: Case, message: str) -> None:
+    """Every fragment of ``case.names`` and ``case.fix`` is in the message (case-insensitive)."""
+    low = message.lower()
+    for fragment in case.names:
+        assert fragment.lower() in low, "%s: the message does not name %r:\n%s" % (case.id, fragment, message)
+    for fragment in case.fix:
+        assert fragment.lower() in low, "%s: the message does not say the fix %r:\n%s" % (case.id, fragment, message)
+
+
+def assert_unchanged(case: Case, before: dict, after: dict) -> None:
+    changed = {k: (before.get(k), after.get(k)) for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    assert not changed, "%s changed the cluster: %s" % (case.id, changed)
 
 
 def assert_fails_safely(case: Case, result, kube, before: dict | None) -> str:
@@ -53,15 +74,28 @@ def assert_fails_safely(case: Case, result, kube, before: dict | None) -> str:
     assert result.rc != 0, "the run did not fail: %r\n%s" % (result, result.stdout[-3000:])
     assert_no_traceback(result)
     message = message_of(result)
-    low = message.lower()
-    for fragment in case.names:
-        assert fragment.lower() in low, "%s: the message does not name %r:\n%s" % (case.id, fragment, message)
-    for fragment in case.fix:
-        assert fragment.lower() in low, "%s: the message does not say the fix %r:\n%s" % (case.id, fragment, message)
+    assert_names_and_fix(case, message)
     if before is not None:
-        after = rbac.snapshot(kube)
-        changed = {k: (before.get(k), after.get(k)) for k in set(before) | set(after) if before.get(k) != after.get(k)}
-        assert not changed, "%s changed the cluster: %s" % (case.id, changed)
+        assert_unchanged(case, before, rbac.snapshot(kube))
+    return message
+
+
+def assert_task_fails_safely(case: Case, task: dict | None, output: str, before: dict, after: dict) -> str:
+    """The same three properties for one case run as one task among others (one ansible-playbook run per
+    batch, `ignore_errors: true` on each task): ``task`` is that task's result, ``output`` the run's whole
+    stdout and stderr, ``before``/``after`` the snapshots taken just before and just after that task (the
+    corpus_snapshot callback). The task failed; no traceback nor MODULE FAILURE in its result (msg,
+    exception, module_stdout, module_stderr, every other key) nor anywhere in the run's output; its message
+    names the field and the fix; the cluster is unchanged between ``before`` and ``after``. Returns the message."""
+    assert task is not None, "%s: the run has no result for this case's task:\n%s" % (case.id, output[-3000:])
+    assert task.get("failed") is True, "%s: the task did not fail: %r" % (case.id, task)
+    for key in ("msg", "exception", "module_stdout", "module_stderr"):
+        assert_no_traceback_in(str(task.get(key, "")), "%s: %s" % (case.id, key))
+    assert_no_traceback_in(json.dumps(task, default=str), "%s: its task result" % case.id)
+    assert_no_traceback_in(output, "%s: the run's output" % case.id)
+    message = str(task.get("msg", ""))
+    assert_names_and_fix(case, message)
+    assert_unchanged(case, before, after)
     return message
 
 

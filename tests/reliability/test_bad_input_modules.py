@@ -15,21 +15,35 @@ input through is noticed, and their messages (Ansible's) name the option and wha
 A pinned `version` together with a `release_train` is valid ARM input (the pin wins), so it is no conflict case;
 the conflicting option pair kueue_extension checks is auto_upgrade_mode=none without a version.
 
+The cases run in batches (issue 19): one ansible-playbook run per group of cases that share an environment
+(`_group`: the cluster cases; the kueue_extension cases, with the ARM emulator and NO_KUBE_OPTIONS; the
+fake_extension case, with the kueue-extension Deployment in AKS_NS), one task per case with `ignore_errors: true`,
+each case still its own test. The corpus_snapshot callback (tests/integration/callback_plugins) takes
+`rbac.snapshot` at the play's start and after each task result, in the ansible-playbook process (the linear
+strategy sends a task's result callbacks before it starts the next task), with the length of the ARM emulator's
+request log (logged before the emulator answers), so each case is judged on exactly what changed while its own
+task ran; its {tmp} is a folder of its own. test_a_writing_case_in_a_batch_fails_alone proves that a writing
+task in a batch fails alone. No module case needs a run of its own: none changes the environment of the run
+(kubeconfig, PATH, binaries) and none needs cleanup after it (a write to ARM, which fails its case, is cleaned
+up after the kueue_extension batch).
+
 The role entry points, playbooks and environment cases (kubeconfig, API server, helm binary) are in
 test_bad_input_roles.py.
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 
 import pytest
 
+from tests.emulators.arm.control import Control
 from tests.integration.ansible import run_playbook
 from tests.integration.kubeutil import delete_namespaces, wait_for
 
 from . import rbac
-from .badinput import Case, assert_fails_safely, fake_extension_deployment
+from .badinput import Case, assert_task_fails_safely, fake_extension_deployment
 
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 API = GROUP + "/" + VERSION
@@ -425,38 +439,155 @@ def _fill(value, subst):
     return value
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input_fails_safely(case, corpus, request, tmp_path):
+def _group(case) -> tuple:
+    """The environment a case needs: cases of one group share one ansible-playbook run. kueue_extension
+    cases need the ARM emulator and NO_KUBE_OPTIONS; a fake_extension case needs the kueue-extension
+    Deployment in AKS_NS (which would make kueue_queues see a managed cluster in AKS_NS for every case)."""
+    return (case.entry == "kueue_extension", bool(case.data.get("fake_extension")))
+
+
+def _task_results(result) -> dict:
+    """{task name: its result} of a run whose task names are the case ids (one result each)."""
+    out = {}
+    for name, res in result.tasks():
+        assert name not in out, "two results for the task %r" % name
+        out[name] = res
+    return out
+
+
+def run_batch(cases: list, kube_config: str, files: str, tmp_of, env: dict | None = None, arm=None,
+              extra_tasks: dict | None = None) -> dict:
+    """Run `cases` in ONE ansible-playbook run, one task per case (named by its id, ignore_errors: true), the
+    corpus_snapshot callback taking rbac.snapshot (and the ARM request log's length) at the play's start and
+    after each task. Returns {case id: {"task", "output", "before", "after", "arm"}}: that task's result, the
+    run's stdout+stderr, the snapshots just before and just after that task, and the ARM requests made while
+    it ran (None without `arm`). `tmp_of(case)` is the case's own {tmp} folder; `extra_tasks` maps a case id
+    to the task to run instead of the module call (the self-test's writing task)."""
+    subst = {"files": files, "chart_ref": os.environ["KUEUE_CHART_REF"],
+             "tls_chart_ref": os.environ["KUEUE_TLS_CHART_REF"], "tls_ca": os.environ["KUEUE_TLS_REGISTRY_CA"],
+             "tls_user": os.environ["KUEUE_TLS_REGISTRY_USER"], "kubeconfig": os.environ["K8S_AUTH_KUBECONFIG"]}
+    tasks = []
+    for case in cases:
+        task = (extra_tasks or {}).get(case.id) or {
+            "kueueops.aks." + case.entry: _fill(case.data["args"], dict(subst, tmp=str(tmp_of(case))))}
+        tasks.append(dict({"name": case.id}, **task, ignore_errors=True))
+    snapshots = os.path.join(str(tmp_of(None)), "snapshots.jsonl")
+    run_env = dict(env or {}, ANSIBLE_CALLBACKS_ENABLED="corpus_snapshot", KUEUEOPS_CORPUS_SNAPSHOTS=snapshots,
+                   KUEUEOPS_CORPUS_KUBECONFIG=kube_config)
+    if arm is not None:
+        run_env.update(KUEUEOPS_CORPUS_ARM_URL=arm.url, KUEUEOPS_CORPUS_ARM_CA=arm.ca_path)
+    result = run_playbook([{"name": "corpus", "hosts": "local", "gather_facts": False, "tasks": tasks}],
+                          env=run_env, timeout=300 + 120 * len(cases))
+    output = result.stdout + result.stderr
+    with open(snapshots) as handle:
+        lines = [json.loads(line) for line in handle]
+    assert [line["task"] for line in lines] == [None] + [c.id for c in cases], \
+        "a snapshot is missing (the callback failed?):\n%s" % output[-4000:]
+    requests = Control(arm.url, arm.ca_path).requests() if arm is not None else None
+    results = _task_results(result)
+    out = {}
+    for i, case in enumerate(cases):
+        made = None
+        if requests is not None:
+            made = requests[lines[i]["arm_requests"]:lines[i + 1]["arm_requests"]]
+        out[case.id] = {"task": results.get(case.id), "output": output, "before": lines[i]["snapshot"],
+                        "after": lines[i + 1]["snapshot"], "arm": made}
+    return out
+
+
+def _arm_writes(made: list) -> list:
+    return [(r["method"], r["path"]) for r in made
+            if "/extensions" in r["path"].lower() and r["method"] in ("PUT", "PATCH", "DELETE", "POST")]
+
+
+@pytest.fixture(scope="module")
+def batches(corpus, request, tmp_path_factory):
+    """The cases of this session (those pytest selected), run once per group (see _group) and cached: the
+    first test of a group runs its batch, every test asserts on its own case's record."""
+    selected = {item.callspec.params["case"].id for item in request.session.items
+                if item.originalname == "test_bad_input_fails_safely" and hasattr(item, "callspec")}
+    done = {}
     kube = corpus["kube"]
-    args = _fill(case.data["args"], {"files": corpus["files"], "tmp": str(tmp_path),
-                                     "chart_ref": os.environ["KUEUE_CHART_REF"],
-                                     "tls_chart_ref": os.environ["KUEUE_TLS_CHART_REF"],
-                                     "tls_ca": os.environ["KUEUE_TLS_REGISTRY_CA"],
-                                     "tls_user": os.environ["KUEUE_TLS_REGISTRY_USER"],
-                                     "kubeconfig": os.environ["K8S_AUTH_KUBECONFIG"]})
-    env = {}
-    ctl = None
+    folders = {}
+
+    def tmp_of(case):
+        key = case.id if case is not None else "batch-%d" % len(folders)
+        if key not in folders:
+            folders[key] = tmp_path_factory.mktemp(key)
+        return folders[key]
+
+    def record(case):
+        group = _group(case)
+        if group not in done:
+            cases = [c for c in CASES if _group(c) == group and (c.id in selected or c.id == case.id)]
+            extension, fake = group
+            arm, env = None, {}
+            if extension:
+                arm = request.getfixturevalue("arm")
+                Control(arm.url, arm.ca_path).reset()
+                env = dict(NO_KUBE_OPTIONS)
+            if fake:
+                fake_extension_deployment(kube, AKS_NS)
+            try:
+                done[group] = run_batch(cases, request.getfixturevalue("cluster").kubeconfig, corpus["files"],
+                                        tmp_of, env=env, arm=arm)
+            except AssertionError as exc:  # every case of the group reports it
+                done[group] = exc
+            finally:
+                if fake:
+                    fake_extension_deployment(kube, AKS_NS, create=False)
+                if extension:
+                    ctl = Control(arm.url, arm.ca_path)
+                    if _arm_writes(ctl.requests()):  # leave no extension behind for what runs next
+                        run_playbook([{"name": "cleanup", "hosts": "local", "gather_facts": False, "tasks": [
+                            {"kueueops.aks.kueue_extension": ext_args(state="absent", force_delete=True,
+                                                                      timeout=300)}]}], env=env)
+                    ctl.reset()
+        if isinstance(done[group], AssertionError):
+            raise done[group]
+        return done[group][case.id]
+    return record
+
+
+def assert_case(case, rec) -> str:
+    """Every per-case assertion of the corpus on one case's record of its batch."""
+    message = assert_task_fails_safely(case, rec["task"], rec["output"], rec["before"], rec["after"])
+    assert "s3cret-corpus" not in rec["output"], "a secret reached the output"
+    assert "s3cret-corpus" not in json.dumps(rec["task"], default=str), "a secret reached the task's result"
     if case.entry == "kueue_extension":
-        request.getfixturevalue("arm")
-        ctl = request.getfixturevalue("arm_control")
-        env = dict(NO_KUBE_OPTIONS)
-    if case.data.get("fake_extension"):
-        fake_extension_deployment(kube, AKS_NS)
-        request.addfinalizer(lambda: fake_extension_deployment(kube, AKS_NS, create=False))
-    before = rbac.snapshot(kube)
-    play = [{"name": case.id, "hosts": "local", "gather_facts": False,
-             "tasks": [{"name": "case", "kueueops.aks." + case.entry: args}]}]
-    result = run_playbook(play, env=env)
-    message = assert_fails_safely(case, result, kube, before)
-    assert "s3cret-corpus" not in result.stdout + result.stderr, "a secret reached the output"
-    if ctl is not None:
-        written = ctl.writes(path="/extensions", methods=("PUT", "PATCH", "DELETE", "POST"))
-        if written:  # leave no extension behind for the next case, then report
-            run_playbook([{"name": "cleanup", "hosts": "local", "gather_facts": False, "tasks": [
-                {"kueueops.aks.kueue_extension": ext_args(state="absent", force_delete=True, timeout=300)}]}],
-                env=env)
+        assert rec["arm"] is not None, "%s: the ARM request log was not read" % case.id
+        written = _arm_writes(rec["arm"])
         assert written == [], "%s: a write reached ARM: %s" % (case.id, written)
     assert len(message) < 4000, "the message is not one readable paragraph (%d characters)" % len(message)
+    return message
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_fails_safely(case, batches):
+    assert_case(case, batches(case))
+
+
+def test_a_writing_case_in_a_batch_fails_alone(corpus, cluster, tmp_path_factory):
+    """The mechanism's self-test: in a batch of three, the middle "case" writes (creates a ConfigMap in
+    kueue-system, one of the chart's namespaces the snapshot covers) and then fails like a refused input;
+    exactly that case is reported as having changed the cluster, its neighbours pass."""
+    first, last = CASES[0], next(c for c in CASES if c.entry == "kueue_queues")
+    writer = Case("selftest-writes", "kueue_queues", [], [])
+    create = "kubectl --kubeconfig %s -n kueue-system create configmap corpus-selftest" % cluster.kubeconfig
+    tmp = {}
+    try:
+        records = run_batch([first, writer, last], cluster.kubeconfig, corpus["files"],
+                            lambda c: tmp[c and c.id] if (c and c.id) in tmp else tmp.setdefault(
+                                c and c.id, tmp_path_factory.mktemp("selftest")),
+                            extra_tasks={writer.id: {"ansible.builtin.command": create, "failed_when": True}})
+    finally:
+        rbac.kubectl(cluster, "-n", "kueue-system", "delete", "configmap", "corpus-selftest", "--ignore-not-found")
+    assert_case(first, records[first.id])
+    assert_case(last, records[last.id])
+    with pytest.raises(AssertionError, match=r"selftest-writes changed the cluster: .*ConfigMap\|kueue-system\|"
+                                             r"corpus-selftest"):
+        assert_task_fails_safely(writer, records[writer.id]["task"], records[writer.id]["output"],
+                                 records[writer.id]["before"], records[writer.id]["after"])
 
 
 def test_the_corpus_covers_every_module():

@@ -495,6 +495,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def send(self, status: int, body=None, headers: dict | None = None) -> None:
         data = b"" if body is None else json.dumps(body).encode()
+        path = urllib.parse.urlsplit(self.path).path
+        if not path.startswith("/_emulator"):  # logged before the answer, so a client that has it finds it logged
+            with self.emulator.lock:
+                self.emulator.requests.append({"method": self.command, "path": path, "status": status, "time": time.time()})
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))
@@ -504,10 +508,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
-        path = urllib.parse.urlsplit(self.path).path
-        if not path.startswith("/_emulator"):
-            with self.emulator.lock:
-                self.emulator.requests.append({"method": self.command, "path": path, "status": status, "time": time.time()})
 
     def body(self):
         length = int(self.headers.get("Content-Length") or 0)
