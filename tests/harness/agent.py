@@ -379,6 +379,26 @@ def runner_for(pod: dict):
     return next((cls for cls in (Manager, ExtensionPod) if cls.container(pod)), None)
 
 
+def pump(src, dst):
+    """Copy src to dst until either side closes, then shut both down (a TCP proxy's one direction; the Service
+    proxies here and the tests' loopback HTTP proxy use it)."""
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+
 class ServiceProxy:
     """kube-proxy's job for one Service address: accept on ClusterIP:port (inside
     127.0.0.0/8) and forward each TCP connection to a backend that `pick()` names."""
@@ -416,28 +436,10 @@ class ServiceProxy:
         upstream.settimeout(None)
         with self.lock:
             self.conns.update((conn, upstream))
-        threading.Thread(target=self._pump, args=(conn, upstream), daemon=True).start()
-        self._pump(upstream, conn)
+        threading.Thread(target=pump, args=(conn, upstream), daemon=True).start()
+        pump(upstream, conn)
         with self.lock:
             self.conns.difference_update((conn, upstream))
-
-    @staticmethod
-    def _pump(src, dst):
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                s.close()
 
     def close(self):
         """Stop listening now. shutdown() first: a bare close() while the accept thread blocks in

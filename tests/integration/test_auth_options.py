@@ -25,6 +25,7 @@ import time
 import pytest
 import yaml
 
+from tests.harness.agent import pump
 from tests.reliability import rbac
 
 from .ansible import run_playbook
@@ -95,26 +96,8 @@ class ConnectProxy:
         conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
         if rest:
             upstream.sendall(rest)
-        threading.Thread(target=self._pipe, args=(upstream, conn), daemon=True).start()
-        self._pipe(conn, upstream)
-
-    @staticmethod
-    def _pipe(src, dst):
-        try:
-            while True:
-                chunk = src.recv(65536)
-                if not chunk:
-                    break
-                dst.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                s.close()
+        threading.Thread(target=pump, args=(upstream, conn), daemon=True).start()
+        pump(conn, upstream)
 
 
 @pytest.fixture

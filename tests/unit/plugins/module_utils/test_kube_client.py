@@ -48,13 +48,7 @@ def params(**kw):
     return base
 
 
-@pytest.fixture(autouse=True)
-def no_default_kubeconfig(monkeypatch, tmp_path):
-    monkeypatch.setenv('KUBECONFIG', str(tmp_path / 'absent'))
-    monkeypatch.delenv('KUBERNETES_SERVICE_HOST', raising=False)
-    for name in list(os.environ):
-        if name.startswith('K8S_AUTH_'):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures('no_default_kubeconfig')
 
 
 # ---- argspec -------------------------------------------------------------
