@@ -11,6 +11,10 @@ from tests.emulators.arm.emulator import ArmEmulator
 
 from .cluster import Cluster, HarnessError
 
+# Commands that set or clear a flag file the node agent reads: command -> (file in <run>/agent, set it?).
+AGENT_FLAGS = {"hold": ("hold", True), "release": ("hold", False),
+               "visibility-block": ("block-visibility", True), "visibility-unblock": ("block-visibility", False)}
+
 
 def main(argv: list[str]) -> int:
     cmd = argv[0] if argv else "status"
@@ -45,19 +49,13 @@ def main(argv: list[str]) -> int:
             print(json.dumps({"running": cluster.running(), "folder": cluster.folder,
                               "server": cluster.server if cluster.state.get("ports") else None,
                               "processes": cluster.state.get("processes", {})}, indent=2))
-        elif cmd in ("hold", "release"):
-            # hold: the node agent stops restarting the Kueue manager (and the test kills it);
-            # release: it starts it again.
-            flag = os.path.join(cluster.folder, "agent", "hold")
-            if cmd == "hold":
-                open(flag, "w").close()
-            elif os.path.exists(flag):
-                os.unlink(flag)
-        elif cmd in ("visibility-block", "visibility-unblock"):
-            # visibility-block: the node agent stops proxying the visibility Service (the manager keeps
-            # running and stays ready), so its APIServices turn unavailable; unblock: proxied again.
-            flag = os.path.join(cluster.folder, "agent", "block-visibility")
-            if cmd == "visibility-block":
+        elif cmd in AGENT_FLAGS:
+            # hold: the node agent stops restarting the Kueue manager (and the test kills it); release: it
+            # starts it again. visibility-block: the agent stops proxying the visibility Service (the manager
+            # keeps running and stays ready), so its APIServices turn unavailable; unblock: proxied again.
+            name, present = AGENT_FLAGS[cmd]
+            flag = os.path.join(cluster.folder, "agent", name)
+            if present:
                 open(flag, "w").close()
             elif os.path.exists(flag):
                 os.unlink(flag)
