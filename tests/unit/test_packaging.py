@@ -16,11 +16,29 @@ COLLECTION = 'ansible_collections.kueueops.aks'
 LOCAL = {name[:-3] if name.endswith('.py') else name for name in os.listdir(ROOT) if not name.startswith('.')}
 
 
+# A run folder of a pytest-xdist worker (tests/conftest.py: .run-gw0, .run-gw1, their -fleet clusters) holds etcd
+# data, PKI keys and kubeconfigs; one exists beside the checkout whenever another worker builds the tarball.
+PROBE = os.path.join(ROOT, '.run-packaging-probe')
+# The plays tests/integration/ansible.py writes for one run sit beside the shipped targets while other tests run.
+PLAY_PROBE = os.path.join(ROOT, 'tests', 'integration', 'play-packaging-probe.yml')
+
+
 @pytest.fixture(scope='module')
 def shipped(tmp_path_factory):
     out = tmp_path_factory.mktemp('build')
     galaxy = os.path.join(os.path.dirname(sys.executable), 'ansible-galaxy')
-    subprocess.run([galaxy, 'collection', 'build', ROOT, '--output-path', str(out)], check=True, capture_output=True)
+    os.makedirs(PROBE, exist_ok=True)
+    try:
+        with open(os.path.join(PROBE, 'admin.kubeconfig'), 'w') as probe:
+            probe.write('probe: a run folder must never be shipped\n')
+        with open(PLAY_PROBE, 'w') as probe:
+            probe.write('[]\n')
+        subprocess.run([galaxy, 'collection', 'build', ROOT, '--output-path', str(out)], check=True,
+                       capture_output=True)
+    finally:
+        os.remove(os.path.join(PROBE, 'admin.kubeconfig'))
+        os.rmdir(PROBE)
+        os.remove(PLAY_PROBE)
     (tarball,) = [p for p in os.listdir(out) if p.endswith('.tar.gz')]
     with tarfile.open(str(out / tarball)) as tar:
         members = {m.name: m for m in tar.getmembers() if m.isfile()}
@@ -81,6 +99,18 @@ def test_shipped_python_imports_only_what_is_shipped(shipped):
                      for module, names, relative in _imports(name, source)
                      for what in _missing(module, names, relative, files, sources))
     assert not missing, 'shipped files import what build_ignore leaves out:\n' + '\n'.join(missing)
+
+
+def test_no_run_folder_or_local_cache_is_shipped(shipped):
+    files, _ = shipped
+    hidden = sorted(name for name in files if name.split('/')[0].startswith('.'))
+    assert not hidden, 'the tarball ships local state (add it to build_ignore in galaxy.yml):\n' + \
+        '\n'.join(hidden)
+    assert 'tests/conftest.py' not in files
+    test_files = sorted(name for name in files if name.startswith('tests/integration/')
+                        and not name.startswith('tests/integration/targets/'))
+    assert not test_files, 'the tarball ships pytest files or their leftovers:\n' + '\n'.join(test_files)
+    assert 'tests/integration/targets/kueue_queues/tasks/main.yml' in files
 
 
 def test_the_check_sees_an_unshipped_import():
