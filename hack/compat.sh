@@ -9,7 +9,7 @@
 #
 # .venv-compat holds ansible-core~=2.16.0 (the newest 2.16.x), the collection's
 # runtime requirements (requirements.txt) and what the tests import (pytest,
-# pytest-timeout, cryptography for the harness' PKI, bcrypt for its TLS registry's htpasswd, hypothesis for the fuzz
+# pytest-timeout, pytest-xdist (two workers, as make test), cryptography for the harness' PKI, bcrypt for its TLS registry's htpasswd, hypothesis for the fuzz
 # tests). It is rebuilt only when the hash of those requirements (and of the
 # Python that runs it) changes. The collection is linked at
 # .venv-compat/collections/ansible_collections/kueueops/aks, as `make venv` does
@@ -32,7 +32,7 @@ PY=${PY:-python3}
 VENV=${COMPAT_VENV:-$ROOT/.venv-compat}
 CORE_SPEC=${COMPAT_ANSIBLE_CORE:-ansible-core~=2.16.0}
 # The test tools, with the bounds requirements-test.txt gives them.
-TEST_TOOLS=("pytest>=8" "pytest-timeout>=2.3" "cryptography>=42" "hypothesis>=6.100" "bcrypt>=4.1")
+TEST_TOOLS=("pytest>=8" "pytest-timeout>=2.3" "pytest-xdist>=3.5" "cryptography>=42" "hypothesis>=6.100" "bcrypt>=4.1")
 TESTS=(
     tests/unit
     tests/integration/test_site.py
@@ -67,6 +67,7 @@ from ansible.release import __version__
 if not __version__.startswith("2.16."):
     sys.exit("compat: .venv-compat has ansible-core %s, not 2.16.x" % __version__)
 EOF
+echo "compat: kubernetes $("$VENV/bin/python" -c "import kubernetes; print(kubernetes.__version__)") (the newest requirements.txt allows; .venv keeps the 36 line, requirements-test.txt)"
 echo "compat: venv ready in $(( $(date +%s) - start )) s"
 if [ "${1:-}" = "--venv-only" ]; then
     exit 0
@@ -75,7 +76,7 @@ fi
 
 export ANSIBLE_COLLECTIONS_PATH="$VENV/collections"
 rc=0
-"$VENV/bin/python" -m pytest "${TESTS[@]}" -q -p no:cacheprovider "$@" || rc=$?
+"$VENV/bin/python" -m pytest "${TESTS[@]}" -q -p no:cacheprovider -n "${TEST_WORKERS:-2}" --dist loadfile "$@" || rc=$?
 end=$(date +%s)
 echo "compat: ansible-core $("$VENV/bin/python" -c 'from ansible.release import __version__; print(__version__)')," \
      "exit $rc, $(( end - start )) s in all"
