@@ -9,6 +9,9 @@ COLLECTIONS := $(VENV)/collections
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/$(COLLECTIONS)
 # One run folder per checkout, so two checkouts never share a cluster.
 export KUEUEOPS_RUN_DIR ?= $(CURDIR)/.run
+# make test's pytest workers, one local cluster each in $(KUEUEOPS_RUN_DIR)-gw0, -gw1 (tests/conftest.py); 0 = serial.
+TEST_WORKERS ?= 2
+export TEST_WORKERS
 
 .PHONY: help
 help: ## Show the targets
@@ -69,6 +72,10 @@ sanity: venv ## ansible-test sanity (no ignore files) and ansible-lint --profile
 integration: venv toolchain ## Integration and reliability tests on the real local control plane (started if not running)
 	$(VPY) -m pytest tests/integration tests/reliability -q
 
+.PHONY: test-cluster
+test-cluster: venv ## The ansible-test integration targets against your cluster: make test-cluster KUBECONFIG=... (hack/test_cluster.py)
+	$(VPY) hack/test_cluster.py $(if $(KUBECONFIG),--kubeconfig "$(KUBECONFIG)") $(TARGETS)
+
 .PHONY: compat
 compat: venv toolchain ## Unit tests and site/configure/status/uninstall/restore playbooks on ansible-core 2.16 (.venv-compat)
 	hack/compat.sh
@@ -76,7 +83,8 @@ compat: venv toolchain ## Unit tests and site/configure/status/uninstall/restore
 .PHONY: test
 test: venv toolchain ## Everything CI runs: sanity + lint, unit, integration and reliability tests, then the 2.16 compat job
 	hack/sanity.sh
-	$(VPY) -m pytest tests/unit tests/integration tests/reliability -q -p no:cacheprovider --durations=40 --durations-min=20
+	$(VPY) -m pytest tests/unit tests/integration tests/reliability -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
+	    --durations=40 --durations-min=20
 	hack/compat.sh
 
 .PHONY: demo

@@ -26,10 +26,14 @@ def test_build_install_and_ansible_doc(tmp_path):
                              check=True).stdout.split()
     # What is shipped, and what is not (build_ignore).
     assert "plugins/modules/kueue_helm.py" in listing and "roles/kueue/meta/argument_specs.yml" in listing
-    excluded = ("tests/harness", "tests/integration", "tests/reliability", "tests/unit", "tests/__init__.py", "hack/",
-                ".venv")
+    excluded = ("tests/harness", "tests/reliability", "tests/unit", "tests/__init__.py", "tests/conftest.py", "hack/",
+                ".venv", ".run")
     assert not [p for p in listing if p.startswith(excluded)]
-    assert "tests/config.yml" in listing  # ansible-test's configuration: the only file of tests/ shipped
+    # Of tests/, only ansible-test's configuration and its integration targets are shipped (ansible-test integration
+    # runs them from the installed collection).
+    assert "tests/config.yml" in listing and "tests/integration/targets/kueue_helm/tasks/main.yml" in listing
+    assert not [p for p in listing if p.startswith("tests/integration/") and p != "tests/integration/"
+                and not p.startswith("tests/integration/targets/")]
     dest = tmp_path / "collections"
     # Only the fresh path: with the working tree's collection path in the environment (make
     # exports it), ansible-galaxy would find kueueops.aks installed there and skip the install.
