@@ -45,10 +45,13 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(os.path.abspath(sys.executable))
-TARGETS = ("kueue_backup", "kueue_helm", "kueue_queues", "kueue_verify", "kueueops_roles")
+# The targets that run on their own (setup_* ones are their dependencies).
+TARGETS = tuple(sorted(t for t in os.listdir(os.path.join(ROOT, "tests", "integration", "targets"))
+                       if not t.startswith("setup_")))
 KUEUE_GROUP = "kueue.x-k8s.io"
-KUEUE_NAMESPACE = "kueue-system"
 TRUE = ("1", "true", "yes", "on")
+sys.path.insert(0, ROOT)
+from tests.integration.kubeutil import kueue_present  # noqa: E402  the suite's own test of "Kueue is there"
 
 
 class Refused(Exception):
@@ -104,21 +107,6 @@ def api_client(args):
     return config.new_client_from_config(args.kubeconfig, context=args.context)
 
 
-def kueue_present(api) -> list:
-    """What says Kueue runs: its CRDs and its namespace (not those being deleted)."""
-    from kubernetes import client
-    found = ["crd/" + c.metadata.name for c in client.ApiextensionsV1Api(api).list_custom_resource_definition().items
-             if c.spec.group == KUEUE_GROUP and not c.metadata.deletion_timestamp]
-    try:
-        ns = client.CoreV1Api(api).read_namespace(KUEUE_NAMESPACE)
-        if not ns.metadata.deletion_timestamp:
-            found.append("namespace/" + KUEUE_NAMESPACE)
-    except client.exceptions.ApiException as exc:
-        if exc.status != 404:
-            raise
-    return found
-
-
 def install_collection(work: str) -> str:
     """The collection as users install it: build the tarball, `ansible-galaxy collection install` it."""
     galaxy = os.path.join(BIN, "ansible-galaxy")
@@ -156,7 +144,7 @@ def run_targets(installed: str, args) -> int:
     return subprocess.run(cmd, cwd=installed, env=env).returncode
 
 
-def sweep(api, args, kueue_before: list, installed: str | None) -> list:
+def sweep(api, args, kueue_before: list, collections: str | None) -> list:
     """Delete what carries the prefix, and a Kueue the run installed; returns what is still left."""
     from kubernetes import client
     core, ext, custom = client.CoreV1Api(api), client.ApiextensionsV1Api(api), client.CustomObjectsApi(api)
@@ -186,7 +174,7 @@ def sweep(api, args, kueue_before: list, installed: str | None) -> list:
     uninstalled = True
     if not kueue_before and kueue_present(api):
         log("removing the Kueue this run installed (kueueops.aks.kueue_helm state=absent delete_namespace=true)")
-        uninstalled = uninstall_kueue(args, installed)
+        uninstalled = uninstall_kueue(args, collections)
     deadline = time.time() + (300 if uninstalled else 30)
     while True:
         left = ["namespace/" + n.metadata.name for n in core.list_namespace().items if n.metadata.name.startswith(mine)]
@@ -197,14 +185,15 @@ def sweep(api, args, kueue_before: list, installed: str | None) -> list:
         time.sleep(2)
 
 
-def uninstall_kueue(args, installed: str | None) -> bool:
+def uninstall_kueue(args, collections: str | None) -> bool:
+    """kueueops.aks.kueue_helm state=absent, from the installed collection under `collections` (else the checkout's)."""
     module_args = {"state": "absent", "delete_namespace": True, "binary_path": shutil.which(args.helm),
                    "kubeconfig": os.path.abspath(args.kubeconfig)}
     if args.context:
         module_args["context"] = args.context
     env = dict(os.environ)
-    if installed:
-        env["ANSIBLE_COLLECTIONS_PATH"] = os.path.dirname(os.path.dirname(os.path.dirname(installed)))
+    if collections:
+        env["ANSIBLE_COLLECTIONS_PATH"] = collections
     run = subprocess.run([os.path.join(BIN, "ansible"), "localhost", "-c", "local", "-i", "localhost,",
                           "-e", "ansible_python_interpreter=" + sys.executable,
                           "-m", "kueueops.aks.kueue_helm", "-a", json.dumps(module_args)], env=env, check=False,
@@ -240,7 +229,7 @@ def main(argv=None) -> int:
     work = tempfile.mkdtemp(prefix="kueueops-test-cluster-")
     installed, rc = None, 1
     try:
-        installed = install_collection(work)
+        installed = install_collection(work)  # work/ansible_collections/kueueops/aks
         write_config(installed, args)
         rc = run_targets(installed, args)
     except KeyboardInterrupt:
@@ -248,7 +237,7 @@ def main(argv=None) -> int:
     except subprocess.CalledProcessError as exc:
         log("failed: %s" % exc)
     finally:
-        left = sweep(api, args, kueue_before, installed)
+        left = sweep(api, args, kueue_before, work if installed else None)
         shutil.rmtree(work, ignore_errors=True)
     if left:
         log("LEFT ON THE CLUSTER (remove by hand): %s" % ", ".join(left))

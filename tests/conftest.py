@@ -36,11 +36,11 @@ def _durations_file() -> str:
 
 def _worker_run_dir() -> None:
     """$KUEUEOPS_RUN_DIR of this worker: the run folder of the run, suffixed with the worker's id (once)."""
-    if not _WORKER or os.environ.get("KUEUEOPS_XDIST_WORKER") == _WORKER:
+    if not _WORKER:
         return
     base = os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
-    os.environ["KUEUEOPS_RUN_DIR"] = "%s-%s" % (base.rstrip("/"), _WORKER)
-    os.environ["KUEUEOPS_XDIST_WORKER"] = _WORKER
+    if not base.endswith("-" + _WORKER):
+        os.environ["KUEUEOPS_RUN_DIR"] = "%s-%s" % (base, _WORKER)
 
 
 _worker_run_dir()

@@ -63,9 +63,15 @@ def toolchain_env() -> dict:
         [os.path.join(REPO, "hack", "toolchain.sh"), "--env"],
         check=True, capture_output=True, text=True,
     ).stdout
+    return parse_exports(out)
+
+
+def parse_exports(text: str) -> dict:
+    """The ``export KEY=value`` lines of a shell script's output (hack/toolchain.sh --env, python -m tests.harness
+    env), each value unquoted as the shell would (its first word)."""
     env = {}
-    for line in out.splitlines():
-        if line.startswith("export "):
+    for line in text.splitlines():
+        if line.startswith("export ") and "=" in line:
             key, _, value = line[len("export "):].partition("=")
             env[key] = shlex.split(value)[0] if value else ""
     return env

@@ -54,19 +54,16 @@ def cluster():
 
 
 def _kueue_installed(kubeconfig: str) -> bool:
-    """Kueue's CRDs or its kueue-system namespace exist and are not being deleted (installed by Helm or by the
-    emulated extension)."""
-    from kubernetes import client, config
+    """Kueue's CRDs or its kueue-system namespace exist and are not being deleted (kubeutil.kueue_present)."""
+    from kubernetes import config
+
+    from .kubeutil import kueue_present
 
     api = config.new_client_from_config(kubeconfig)
     try:
-        crds = client.ApiextensionsV1Api(api).list_custom_resource_definition().items
-        namespaces = client.CoreV1Api(api).list_namespace().items
+        return bool(kueue_present(api))
     finally:
         api.close()
-    # What is being deleted counts as gone (helm uninstall deletes the CRDs, the namespace follows).
-    return any(c.spec.group == "kueue.x-k8s.io" and not c.metadata.deletion_timestamp for c in crds) or any(
-        n.metadata.name == "kueue-system" and not n.metadata.deletion_timestamp for n in namespaces)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -58,6 +58,18 @@ def admitted(workload: dict) -> bool:
     return condition(workload, "Admitted") == "True"
 
 
+def kueue_present(kube) -> list:
+    """What says Kueue is on the cluster: its CRDs (``crd/<name>``) and its ``kueue-system`` namespace
+    (``namespace/kueue-system``), those being deleted left out (helm uninstall deletes the CRDs, the namespace follows).
+    Installed by Helm or by the managed extension alike. Also hack/test_cluster.py's test of a cluster it is given."""
+    from kubernetes import client
+    found = ["crd/" + c.metadata.name for c in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items
+             if c.spec.group == "kueue.x-k8s.io" and not c.metadata.deletion_timestamp]
+    found += ["namespace/" + n.metadata.name for n in client.CoreV1Api(kube).list_namespace().items
+              if n.metadata.name == "kueue-system" and not n.metadata.deletion_timestamp]
+    return found
+
+
 def delete_namespaces(kube, names, timeout: float = 180, wait: bool = True) -> None:
     """Delete the namespaces `names` (absent ones are fine); with `wait`, until all are gone."""
     from kubernetes import client

@@ -12,19 +12,21 @@ platform team runs:
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import sys
 
 import pytest
 from kubernetes import client, config
 
-from tests.harness.cluster import run_dir
+from tests.harness.cluster import parse_exports, run_dir
 from tests.reliability.rbac import snapshot
 
 from .ansible import REPO
+from .kubeutil import delete_namespaces
 
 PY = sys.executable
+# Every target that runs on its own (setup_* ones are dependencies), as hack/test_cluster.py finds them.
+TARGETS = sorted(t for t in os.listdir(os.path.join(REPO, "tests", "integration", "targets")) if not t.startswith("setup_"))
 
 
 def _harness(folder: str, *args: str) -> subprocess.CompletedProcess:
@@ -39,12 +41,7 @@ def by_hand():
     folder = run_dir().rstrip("/") + "-byhand"
     _harness(folder, "up")
     try:
-        exports = {}
-        for line in _harness(folder, "env").stdout.splitlines():
-            if line.startswith("export ") and "=" in line:
-                key, _, value = line[len("export "):].partition("=")
-                exports[key] = shlex.split(value)[0] if value else ""
-        yield exports
+        yield parse_exports(_harness(folder, "env").stdout)
     finally:
         _harness(folder, "down")
 
@@ -80,10 +77,7 @@ def test_refuses_a_cluster_running_kueue_and_a_missing_kubeconfig(by_hand, tmp_p
         assert "KUEUEOPS_TEST_REPLACE_KUEUE=true" in refused.stderr and "nothing was changed" in refused.stderr
         assert snapshot(api) == before
     finally:
-        core.delete_namespace("kueue-system")
-    from .kubeutil import wait_for
-    wait_for("kueue-system gone", lambda: "kueue-system" not in [n.metadata.name for n in core.list_namespace().items],
-             timeout=120)
+        delete_namespaces(api, ["kueue-system"], timeout=120)
 
 
 def test_a_target_failing_half_way_leaves_nothing_behind(by_hand):
@@ -105,7 +99,8 @@ def test_every_target_passes_and_the_cluster_ends_as_it_began(by_hand):
     run = _make_test_cluster(by_hand)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-8000:]
-    for target in ("kueue_backup", "kueue_helm", "kueue_queues", "kueue_verify", "kueueops_roles"):
+    assert TARGETS == ["kueue_backup", "kueue_helm", "kueue_queues", "kueue_verify", "kueueops_roles"]
+    for target in TARGETS:
         assert "Running %s integration test role" % target in out, target
     assert "targets passed; nothing of prefix kt-" in out
     assert set(snapshot(api)) == before
