@@ -33,16 +33,12 @@ from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOp
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException, k8s, k8s_watch
+
 try:
-    from kubernetes import client as k8s
-    from kubernetes import watch as k8s_watch
-    from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError as Urllib3HTTPError
     from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError
 except ImportError:  # pragma: no cover - the module reports missing_required_lib
-    k8s = None
-    k8s_watch = None
-    ApiException = Exception
     Urllib3HTTPError = Exception
     ConnectTimeoutError = MaxRetryError = NewConnectionError = Exception
 

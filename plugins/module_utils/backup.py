@@ -45,12 +45,7 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     yaml = None
 
-try:
-    from kubernetes import client as k8s
-    from kubernetes.client.exceptions import ApiException
-except ImportError:  # pragma: no cover - get_api_client reports missing_required_lib
-    k8s = None
-    ApiException = Exception
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException, k8s
 
 REQUEST_TIMEOUT = 60
 PAGE = 500

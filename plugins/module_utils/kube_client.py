@@ -24,11 +24,16 @@ from ansible_collections.kueueops.aks.plugins.module_utils.errors import (
     api_exception_message,
 )
 
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import (
+    ApiException,
+    ConfigException,
+    HAS_KUBERNETES as _HAS_CLIENT,
+    KUBERNETES_IMPORT_ERROR as _CLIENT_IMPORT_ERROR,
+    k8s as k8s_client,
+    k8s_config,
+)
+
 try:
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.config.config_exception import ConfigException
     import yaml
     from urllib3 import util as urllib3_util
     from urllib3._collections import HTTPHeaderDict
@@ -37,8 +42,8 @@ except ImportError:
     HAS_KUBERNETES = False
     KUBERNETES_IMPORT_ERROR = traceback.format_exc()
 else:
-    HAS_KUBERNETES = True
-    KUBERNETES_IMPORT_ERROR = None
+    HAS_KUBERNETES = _HAS_CLIENT
+    KUBERNETES_IMPORT_ERROR = _CLIENT_IMPORT_ERROR
 
 
 KUBE_AUTH_ARGSPEC = dict(

@@ -14,14 +14,7 @@ import time
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import api_exception_message
 
-try:
-    from kubernetes import client as k8s
-    from kubernetes import watch as k8s_watch
-    from kubernetes.client.exceptions import ApiException
-except ImportError:  # pragma: no cover - the module reports missing_required_lib
-    k8s = None
-    k8s_watch = None
-    ApiException = Exception
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException, k8s, k8s_watch
 
 GROUP = "kueue.x-k8s.io"
 DEFAULT_CRDS = (

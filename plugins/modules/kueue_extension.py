@@ -335,12 +335,12 @@ else:
     HAS_AZURE_MGMT = True
     AZURE_MGMT_IMPORT_ERROR = None
 
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import k8s
+
 try:
     import yaml
-    from kubernetes import client as k8s
 except ImportError:  # reported by require_kubernetes when the preflight needs it
     yaml = None
-    k8s = None
 
 POLL_SECONDS = 2
 RETRY = dict(retry_total=5, retry_backoff_factor=0.8, retry_backoff_max=60, connection_timeout=30, read_timeout=120)

@@ -321,14 +321,12 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import 
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier, kueue_apiservices
 
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException, k8s, k8s_watch
+
 try:
     import yaml
-    from kubernetes import client as k8s
-    from kubernetes.client.exceptions import ApiException
 except ImportError:  # guarded by get_api_client / HAS_YAML
     yaml = None
-    k8s = None
-    ApiException = Exception
 
 GROUP = "kueue.x-k8s.io"
 CONFIG_KINDS = ("resourceflavors", "cohorts", "clusterqueues", "localqueues", "workloadpriorityclasses",
@@ -753,8 +751,7 @@ class KueueHelm:
             if not self.namespace_exists():
                 return
             # A watch on this one namespace returns as soon as it changes or is deleted.
-            from kubernetes import watch
-            w = watch.Watch()
+            w = k8s_watch.Watch()
             try:
                 for _event in w.stream(core.list_namespace, field_selector="metadata.name=%s" % ns,
                                        timeout_seconds=max(1, min(10, int(deadline - time.time())))):

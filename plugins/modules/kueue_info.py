@@ -151,12 +151,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
 from ansible_collections.kueueops.aks.plugins.module_utils import install_method as im
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import helm_releases
 
-try:
-    from kubernetes import client as k8s
-    from kubernetes.client.exceptions import ApiException
-except ImportError:  # pragma: no cover - get_api_client reports missing_required_lib
-    k8s = None
-    ApiException = Exception
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException, k8s
 
 
 def extension_configs(api_client, namespace):

@@ -80,10 +80,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     get_api_client,
 )
 
-try:
-    from kubernetes import client as k8s
-except ImportError:  # pragma: no cover - get_api_client reports missing_required_lib
-    k8s = None
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import k8s
 
 REQUEST_TIMEOUT = 60
 PAGE = 500
