@@ -12,6 +12,9 @@ export KUEUEOPS_RUN_DIR ?= $(CURDIR)/.run
 # make test's pytest workers, one local cluster each in $(KUEUEOPS_RUN_DIR)-gw0, -gw1 (tests/conftest.py); 0 = serial.
 TEST_WORKERS ?= 2
 export TEST_WORKERS
+# make test runs the 2.16 compat job beside the main run (hack/test.sh) with this many workers, in $(KUEUEOPS_RUN_DIR)-compat-gw0.
+COMPAT_WORKERS ?= 1
+export COMPAT_WORKERS
 
 .PHONY: help
 help: ## Show the targets
@@ -81,11 +84,9 @@ compat: venv toolchain ## Unit tests and site/configure/status/uninstall/restore
 	hack/compat.sh
 
 .PHONY: test
-test: venv toolchain ## Everything CI runs: sanity + lint, unit, integration and reliability tests, then the 2.16 compat job
+test: venv toolchain ## Everything CI runs: sanity + lint, then unit, integration and reliability tests beside the 2.16 compat job
 	hack/sanity.sh
-	$(VPY) -m pytest tests/unit tests/integration tests/reliability -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
-	    --durations=40 --durations-min=20
-	hack/compat.sh
+	hack/test.sh
 
 .PHONY: demo
 demo: venv toolchain ## Start the local cluster and run the main job (playbooks/site.yml) on it

@@ -18,9 +18,10 @@ LOCAL = {name[:-3] if name.endswith('.py') else name for name in os.listdir(ROOT
 
 # A run folder of a pytest-xdist worker (tests/conftest.py: .run-gw0, .run-gw1, their -fleet clusters) holds etcd
 # data, PKI keys and kubeconfigs; one exists beside the checkout whenever another worker builds the tarball.
-PROBE = os.path.join(ROOT, '.run-packaging-probe')
+# Named per process: the compat job runs these tests at the same time as the main run (hack/test.sh).
+PROBE = os.path.join(ROOT, '.run-packaging-probe-%d' % os.getpid())
 # The plays tests/integration/ansible.py writes for one run sit beside the shipped targets while other tests run.
-PLAY_PROBE = os.path.join(ROOT, 'tests', 'integration', 'play-packaging-probe.yml')
+PLAY_PROBE = os.path.join(ROOT, 'tests', 'integration', 'play-packaging-probe-%d.yml' % os.getpid())
 
 
 @pytest.fixture(scope='module')
