@@ -84,8 +84,7 @@ compat: venv toolchain ## Unit tests and site/configure/status/uninstall/restore
 	hack/compat.sh
 
 .PHONY: test
-test: venv toolchain ## Everything CI runs: sanity + lint, then unit, integration and reliability tests beside the 2.16 compat job
-	hack/sanity.sh
+test: venv toolchain ## Everything CI runs, three jobs at once (hack/test.sh): sanity + lint, the tests, the 2.16 compat job
 	hack/test.sh
 
 .PHONY: demo

@@ -32,7 +32,7 @@ PY=${PY:-python3}
 VENV=${COMPAT_VENV:-$ROOT/.venv-compat}
 CORE_SPEC=${COMPAT_ANSIBLE_CORE:-ansible-core~=2.16.0}
 # The test tools, with the bounds requirements-test.txt gives them.
-TEST_TOOLS=("pytest>=8" "pytest-timeout>=2.3" "pytest-xdist>=3.5" "cryptography>=42" "hypothesis>=6.100" "bcrypt>=4.1")
+TEST_TOOLS=("pytest>=8" "pytest-timeout>=2.3" "pytest-xdist>=3.6" "cryptography>=42" "hypothesis>=6.100" "bcrypt>=4.1")
 TESTS=(
     tests/unit
     tests/integration/test_site.py
@@ -76,7 +76,8 @@ fi
 
 export ANSIBLE_COLLECTIONS_PATH="$VENV/collections"
 rc=0
-"$VENV/bin/python" -m pytest "${TESTS[@]}" -q -p no:cacheprovider -n "${TEST_WORKERS:-2}" --dist loadfile "$@" || rc=$?
+"$VENV/bin/python" -m pytest "${TESTS[@]}" -q -p no:cacheprovider -n "${TEST_WORKERS:-2}" --dist loadfile \
+    --no-loadscope-reorder "$@" || rc=$?
 end=$(date +%s)
 echo "compat: ansible-core $("$VENV/bin/python" -c 'from ansible.release import __version__; print(__version__)')," \
      "exit $rc, $(( end - start )) s in all"

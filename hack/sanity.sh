@@ -118,7 +118,9 @@ run_lint() {
     # The collection resolves from the working tree through .venv/collections (make venv
     # links it there), so FQCNs such as kueueops.aks.kueue_helm are checked, not guessed.
     mkdir -p "$ROOT/.venv/collections/ansible_collections/kueueops"
-    ln -sfn "$ROOT" "$ROOT/.venv/collections/ansible_collections/kueueops/aks"
+    # Replaced only when wrong: `ln -sfn` unlinks first, and the tests may be starting ansible-playbook meanwhile.
+    [ "$(readlink "$ROOT/.venv/collections/ansible_collections/kueueops/aks")" = "$ROOT" ] \
+        || ln -sfn "$ROOT" "$ROOT/.venv/collections/ansible_collections/kueueops/aks"
     (cd "$ROOT" && ANSIBLE_COLLECTIONS_PATH="$ROOT/.venv/collections" ansible-lint --profile production)
     echo "sanity.sh: antsibull-changelog lint (every fragment well-formed)"
     (cd "$ROOT" && antsibull-changelog lint)
