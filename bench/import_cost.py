@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLLECTIONS = os.path.join(os.path.dirname(os.path.dirname(sys.executable)), "collections")
 
 WORK = """

@@ -35,10 +35,9 @@ _FROM_LINE = re.compile(r'^\s*from ([\w.]+) import (\w+)(?: as (\w+))?\s*$', re.
 _LAZY = ('kubernetes', 'kubernetes.client', 'kubernetes.client.api', 'kubernetes.client.models')
 
 
-def _lazy_package(name, init_file):
-    """A module object for the package ``name`` whose names are imported on first access (see the module doc)."""
-    with open(init_file) as handle:
-        source = handle.read()
+def _lazy_package(name, init_file, source):
+    """A module object for the package ``name`` (``source``: its ``__init__.py``, read from ``init_file``) whose names
+    are imported on first access (see the module doc)."""
     table = {}
     for origin, attr, alias in _FROM_LINE.findall(source):
         if origin.startswith(name + '.'):  # the package's own submodules, as its __init__ imports them
@@ -84,17 +83,18 @@ def _lazy_packages():
     if spec is None or not spec.submodule_search_locations:
         return
     root = list(spec.submodule_search_locations)[0]
-    inits = [os.path.join(root, '__init__.py'), os.path.join(root, 'client', '__init__.py'),
-             os.path.join(root, 'client', 'api', '__init__.py'), os.path.join(root, 'client', 'models', '__init__.py')]
-    with open(inits[1]) as handle:
-        if '_exports' in handle.read():
-            return  # kubernetes >= 37 imports its APIs and models on first access already
-    modules = [_lazy_package(name, init) for name, init in zip(_LAZY, inits)]
-    for name, module in zip(_LAZY, modules):
-        sys.modules[name] = module
-    modules[0].client = modules[1]
-    modules[1].api = modules[2]
-    modules[1].models = modules[3]
+    sources = {}
+    for name in _LAZY:
+        init_file = os.path.join(root, *(name.split('.')[1:] + ['__init__.py']))
+        with open(init_file) as handle:
+            sources[name] = (init_file, handle.read())
+    if '_exports' in sources['kubernetes.client'][1]:
+        return  # kubernetes >= 37 imports its APIs and models on first access already
+    for name in _LAZY:
+        module = sys.modules[name] = _lazy_package(name, *sources[name])
+        parent, _dot, child = name.rpartition('.')
+        if parent:
+            setattr(sys.modules[parent], child, module)
 
 
 try:

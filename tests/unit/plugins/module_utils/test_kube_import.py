@@ -101,7 +101,8 @@ def test_a_name_the_from_lines_do_not_give_runs_the_real_init(tmp_path):
                                      "B = 'defined in __init__'\n")
     out = fresh(IMPORT + textwrap.dedent("""
     import json, sys
-    lazy = ki._lazy_package('fakekube', %r)
+    init = %r
+    lazy = ki._lazy_package('fakekube', init, open(init).read())
     sys.modules['fakekube'] = lazy
     before = 'fakekube.sub' in sys.modules
     a = lazy.A
