@@ -20,9 +20,9 @@ export COMPAT_WORKERS
 help: ## Show the targets
 	@awk 'BEGIN{FS=":.*##"} /^[a-zA-Z_-]+:.*##/{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
 
-$(VENV)/.installed: requirements.txt requirements-test.txt
-	$(PY) -m venv $(VENV)
-	$(VENV)/bin/pip install -q -r requirements-test.txt
+# hack/venv.sh builds the venv once per set of requirements in ~/.cache/kueueops/venvs and copies it here after.
+$(VENV)/.installed: requirements.txt requirements-test.txt hack/venv.sh
+	PY=$(PY) hack/venv.sh $(VENV) -r requirements-test.txt
 	mkdir -p $(COLLECTIONS)/ansible_collections/kueueops
 	ln -sfn $(CURDIR) $(COLLECTIONS)/ansible_collections/kueueops/aks
 	touch $@

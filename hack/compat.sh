@@ -10,8 +10,8 @@
 # .venv-compat holds ansible-core~=2.16.0 (the newest 2.16.x), the collection's
 # runtime requirements (requirements.txt) and what the tests import (pytest,
 # pytest-timeout, pytest-xdist (two workers, as make test), cryptography for the harness' PKI, bcrypt for its TLS registry's htpasswd, hypothesis for the fuzz
-# tests). It is rebuilt only when the hash of those requirements (and of the
-# Python that runs it) changes. The collection is linked at
+# tests). hack/venv.sh builds it once per set of those requirements (and Python)
+# in ~/.cache/kueueops/venvs and copies it to .venv-compat after. The collection is linked at
 # .venv-compat/collections/ansible_collections/kueueops/aks, as `make venv` does
 # for .venv. pytest runs with .venv-compat's python, so tests/integration/ansible.py
 # runs .venv-compat/bin/ansible-playbook with that collections path.
@@ -43,19 +43,9 @@ TESTS=(
 )
 
 start=$(date +%s)
-want=$( { "$PY" -c 'import sys; print(sys.version)'; echo "$CORE_SPEC"; printf '%s\n' "${TEST_TOOLS[@]}";
-          cat requirements.txt; } | sha256sum | cut -d' ' -f1)
-if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.requirements-hash" 2>/dev/null)" = "$want" ]; then
-    echo "compat: reusing $VENV (requirements unchanged)"
-else
-    echo "compat: building $VENV with $CORE_SPEC"
-    rm -rf "$VENV"
-    "$PY" -m venv "$VENV"
-    "$VENV/bin/pip" install -q "$CORE_SPEC" -r requirements.txt "${TEST_TOOLS[@]}"
-    mkdir -p "$VENV/collections/ansible_collections/kueueops"
-    ln -sfn "$ROOT" "$VENV/collections/ansible_collections/kueueops/aks"
-    echo "$want" > "$VENV/.requirements-hash"
-fi
+# Built once per set of requirements in ~/.cache/kueueops/venvs, copied here after (hack/venv.sh).
+PY=$PY hack/venv.sh "$VENV" "$CORE_SPEC" -r requirements.txt "${TEST_TOOLS[@]}"
+mkdir -p "$VENV/collections/ansible_collections/kueueops"
 # The link is cheap to check and a moved checkout breaks it.
 ln -sfn "$ROOT" "$VENV/collections/ansible_collections/kueueops/aks"
 # Not `| head -1`: with pipefail, head closing the pipe early fails ansible-playbook (BrokenPipeError).
