@@ -33,7 +33,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOp
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException, k8s, k8s_watch
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 
 try:
     from urllib3.exceptions import HTTPError as Urllib3HTTPError
@@ -42,9 +43,7 @@ except ImportError:  # pragma: no cover - the module reports missing_required_li
     Urllib3HTTPError = Exception
     ConnectTimeoutError = MaxRetryError = NewConnectionError = Exception
 
-APPLY_PATCH = 'application/apply-patch+yaml'
 DRAIN_MANAGER = 'kueueops-drain'
-REQUEST_TIMEOUT = 60
 DELETE_WAIT = 15.0  # seconds a run waits for the objects it deleted to be gone (then it warns)
 _FIELD_RE = re.compile(r'((?:spec|metadata)(?:\.[A-Za-z0-9_]+(?:\[[^\]]*\])*)+)')
 
@@ -204,14 +203,6 @@ def configuration_of(obj):
     return q._canonical_quantities(view)
 
 
-def _to_dict(value):
-    if value is None or isinstance(value, dict):
-        return value
-    if hasattr(value, 'to_dict'):
-        return value.to_dict()
-    return value
-
-
 class QueueEngine:
     """Server-side apply of a Kueue configuration; see the module docstring."""
 
@@ -219,9 +210,7 @@ class QueueEngine:
         self.api = api_client
         self.manager = manager
         self.workers = max(1, int(workers))
-        self.custom = k8s.CustomObjectsApi(api_client)
-        self.core = k8s.CoreV1Api(api_client)
-        self.apps = k8s.AppsV1Api(api_client)
+        self.cluster = Cluster(api_client)
         self.served = {}
         self.log = log or (lambda msg: None)
         self._size_pool()
@@ -263,13 +252,9 @@ class QueueEngine:
         there: Topology on Kueue 0.13). Raises KueueOpsError if Kueue is not served."""
         served = {}
         for version in (q.ALPHA,) + tuple(reversed(q.VERSIONS)):  # v1alpha1, v1beta1, v1beta2 overrides
-            try:
-                resources = _to_dict(self.custom.get_api_resources(q.GROUP, version, _request_timeout=REQUEST_TIMEOUT))
-            except ApiException as exc:
-                if exc.status == 404:
-                    continue
-                raise
-            names = set(r.get('name') for r in (resources or {}).get('resources') or [])
+            names = self.cluster.served('%s/%s' % (q.GROUP, version))
+            if names is None:
+                continue
             for kind in (q.ALPHA_KINDS if version == q.ALPHA else q.KUEUE_KINDS):
                 if q.PLURALS[kind] in names:
                     served[kind] = version
@@ -283,42 +268,25 @@ class QueueEngine:
 
     def serves(self, group, version, plural):
         """Whether the cluster serves ``plural`` in ``group/version`` (API discovery; a 404 is no)."""
-        try:
-            resources = _to_dict(self.custom.get_api_resources(group, version, _request_timeout=REQUEST_TIMEOUT))
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return plural in set(r.get('name') for r in (resources or {}).get('resources') or [])
+        return plural in (self.cluster.served('%s/%s' % (group, version)) or ())
 
     def detect_aks_extension(self, namespace):
         """The AKS managed extension runs a ``kueue-extension`` Deployment next to Kueue."""
         try:
-            self.apps.read_namespaced_deployment('kueue-extension', namespace, _request_timeout=REQUEST_TIMEOUT)
-            return True
+            return self.cluster.deployment(namespace, 'kueue-extension') is not None
         except ApiException as exc:
-            if exc.status in (404, 403):
+            if exc.status == 403:
                 return False
             raise
 
     # ------------------------------------------------------------- reads
     def _list(self, kind):
         version = self.version_of(kind)
-        plural = q.PLURALS[kind]
-        items = []
-        token = None
-        while True:
-            kwargs = dict(limit=500, _request_timeout=REQUEST_TIMEOUT)
-            if token:
-                kwargs['_continue'] = token
-            page = self.custom.list_cluster_custom_object(q.GROUP, version, plural, **kwargs)
-            for item in page.get('items') or []:
-                item.setdefault('apiVersion', '%s/%s' % (q.GROUP, version))
-                item.setdefault('kind', kind)
-                items.append(item)
-            token = (page.get('metadata') or {}).get('continue')
-            if not token:
-                return items
+        items = self.cluster.items(path('%s/%s' % (q.GROUP, version), q.PLURALS[kind]))
+        for item in items:
+            item.setdefault('apiVersion', '%s/%s' % (q.GROUP, version))
+            item.setdefault('kind', kind)
+        return items
 
     def list_live(self, kinds=None):
         """kind -> {key: live object} for every served Kueue kind (or ``kinds``). Secrets are
@@ -332,19 +300,7 @@ class QueueEngine:
         return live
 
     def list_namespaces(self):
-        names = set()
-        token = None
-        while True:
-            kwargs = dict(limit=500, _request_timeout=REQUEST_TIMEOUT)
-            if token:
-                kwargs['_continue'] = token
-            page = self.core.list_namespace(**kwargs)
-            for item in page.items or []:
-                names.add(item.metadata.name)
-            meta = page.metadata
-            token = (getattr(meta, 'var_continue', None) or getattr(meta, '_continue', None)) if meta else None
-            if not token:
-                return names
+        return set(item['metadata']['name'] for item in self.cluster.items(path('v1', 'namespaces')))
 
     def get_secrets(self, namespace, names):
         """{key: Secret as stored} of the Secrets ``names`` in ``namespace`` that exist (read one by one:
@@ -358,50 +314,27 @@ class QueueEngine:
                 out[key] = obj
         return out
 
-    def _secret_call(self, method, *args, **kwargs):
-        """A CoreV1Api Secret call returning the JSON body as a dict (not a V1Secret)."""
-        response = getattr(self.core, method)(*args, _preload_content=False, **kwargs)
-        data = response.data
-        return json.loads(data.decode('utf-8') if isinstance(data, bytes) else data) if data else None
+    def _path(self, kind, namespace, name=None):
+        """The REST path of a Kueue object (or a Secret) of ``kind`` at the version the cluster serves."""
+        if kind == 'Secret':
+            return path('v1', 'secrets', namespace, name)
+        return path('%s/%s' % (q.GROUP, self.version_of(kind)), q.PLURALS[kind], namespace or None, name)
 
     def get(self, key):
+        """The live object of ``key`` (Secrets too, as JSON), or None."""
         kind, namespace, name = key
-        version = self.version_of(kind)
-        if kind == 'Secret':
-            try:
-                return self._secret_call('read_namespaced_secret', name, namespace, _request_timeout=REQUEST_TIMEOUT)
-            except ApiException as exc:
-                if exc.status == 404:
-                    return None
-                raise
-        try:
-            if namespace:
-                return self.custom.get_namespaced_custom_object(q.GROUP, version, namespace, q.PLURALS[kind], name,
-                                                                _request_timeout=REQUEST_TIMEOUT)
-            return self.custom.get_cluster_custom_object(q.GROUP, version, q.PLURALS[kind], name,
-                                                         _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self.cluster.get(self._path(kind, namespace, name))
 
     # ------------------------------------------------------------ writes
     def server_apply(self, obj, dry_run=False, force=False, manager=None):
         """Server-side apply of ``obj``; returns the object as stored (or as it would be)."""
         kind, namespace, name = q.obj_key(obj)
-        version = obj['apiVersion'].split('/', 1)[-1]
-        kwargs = dict(field_manager=manager or self.manager, field_validation='Strict',
-                      _content_type=APPLY_PATCH, _request_timeout=REQUEST_TIMEOUT)
-        if dry_run:
-            kwargs['dry_run'] = 'All'
-        if force:
-            kwargs['force'] = True
         if kind == 'Secret':
-            return self._secret_call('patch_namespaced_secret', name, namespace, obj, **kwargs)
-        if namespace:
-            return self.custom.patch_namespaced_custom_object(q.GROUP, version, namespace, q.PLURALS[kind], name,
-                                                              obj, **kwargs)
-        return self.custom.patch_cluster_custom_object(q.GROUP, version, q.PLURALS[kind], name, obj, **kwargs)
+            api_path = path('v1', 'secrets', namespace, name)
+        else:
+            api_path = path(obj['apiVersion'], q.PLURALS[kind], namespace or None, name)
+        return self.cluster.apply(api_path, obj, manager or self.manager, force=force, dry_run=dry_run,
+                                  fieldValidation='Strict')
 
     def dry_run_create_elsewhere(self, obj, namespace):
         """Dry-run create of a LocalQueue under a generated name in an existing namespace:
@@ -410,35 +343,18 @@ class QueueEngine:
         meta = body['metadata']
         meta['generateName'] = meta.pop('name')[:40] + '-'
         meta['namespace'] = namespace
-        version = obj['apiVersion'].split('/', 1)[1]
-        return self.custom.create_namespaced_custom_object(
-            q.GROUP, version, namespace, q.PLURALS[obj['kind']], body, dry_run='All', field_manager=self.manager,
-            field_validation='Strict', _request_timeout=REQUEST_TIMEOUT)
+        return self.cluster.create(path(obj['apiVersion'], q.PLURALS[obj['kind']], namespace), body, dryRun='All',
+                                   fieldManager=self.manager, fieldValidation='Strict')
 
     def delete(self, key, dry_run=False):
         kind, namespace, name = key
-        version = self.version_of(kind)
-        kwargs = dict(propagation_policy='Background', _request_timeout=REQUEST_TIMEOUT)
-        if dry_run:
-            kwargs['dry_run'] = 'All'
-        try:
-            if kind == 'Secret':
-                self.core.delete_namespaced_secret(name, namespace, _preload_content=False, **kwargs)
-            elif namespace:
-                self.custom.delete_namespaced_custom_object(q.GROUP, version, namespace, q.PLURALS[kind], name,
-                                                            **kwargs)
-            else:
-                self.custom.delete_cluster_custom_object(q.GROUP, version, q.PLURALS[kind], name, **kwargs)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
+        return self.cluster.delete(self._path(kind, namespace, name), propagationPolicy='Background',
+                                   dryRun='All' if dry_run else None)
 
     def create_namespace(self, name):
         body = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': name}}
         try:
-            self.core.create_namespace(body, field_manager=self.manager, _request_timeout=REQUEST_TIMEOUT)
+            self.cluster.create(path('v1', 'namespaces'), body, fieldManager=self.manager)
         except ApiException as exc:
             if exc.status == 409:
                 return False
@@ -600,13 +516,11 @@ class QueueEngine:
         return not_active
 
     def _wait_kind_active(self, kind, keys, deadline):
-        version = self.version_of(kind)
-        plural = q.PLURALS[kind]
+        collection = self._path(kind, None)
         state = {}
         while True:
-            page = self.custom.list_cluster_custom_object(q.GROUP, version, plural, _request_timeout=REQUEST_TIMEOUT)
-            rv = (page.get('metadata') or {}).get('resourceVersion')
-            for item in page.get('items') or []:
+            items, rv = self.cluster.list(collection)
+            for item in items:
                 item.setdefault('kind', kind)
                 key = q.obj_key(item)
                 if key in keys:
@@ -615,11 +529,9 @@ class QueueEngine:
             remaining = deadline - time.time()
             if not pending or remaining <= 0:
                 return pending
-            watcher = k8s_watch.Watch()
+            events = self.cluster.watch(collection, rv, min(remaining, 60))
             try:
-                for event in watcher.stream(self.custom.list_cluster_custom_object, q.GROUP, version, plural,
-                                            resource_version=rv, timeout_seconds=max(1, int(min(remaining, 60))),
-                                            _request_timeout=min(remaining, 60) + 10):
+                for event in events:
                     item = event.get('object') if isinstance(event, dict) else None
                     if not isinstance(item, dict) or event.get('type') not in ('ADDED', 'MODIFIED'):
                         continue
@@ -635,7 +547,7 @@ class QueueEngine:
                 # An expired or broken watch ends this round; the next LIST is the truth.
                 time.sleep(min(1.0, max(0.0, deadline - time.time())))
             finally:
-                watcher.stop()
+                events.close()
             if not self._pending(keys, state):
                 return {}
 

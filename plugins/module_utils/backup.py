@@ -45,10 +45,8 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     yaml = None
 
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException, k8s
-
-REQUEST_TIMEOUT = 60
-PAGE = 500
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 
 GROUP = q.GROUP
 FORMAT = 'kueueops.aks/kueue_backup/v1'
@@ -608,9 +606,7 @@ class Exporter:
     def __init__(self, api_client, namespace):
         self.api = api_client
         self.ns = namespace
-        self.custom = k8s.CustomObjectsApi(api_client)
-        self.core = k8s.CoreV1Api(api_client)
-        self.apps = k8s.AppsV1Api(api_client)
+        self.cluster = Cluster(api_client)
         self.served = {}
         self.workloads_version = None
 
@@ -618,15 +614,9 @@ class Exporter:
         """kind -> served version of the Kueue kinds, v1beta2 preferred."""
         served = {}
         for version in ('v1beta1', 'v1beta2'):  # v1beta2 overrides
-            try:
-                resources = self.custom.get_api_resources(GROUP, version, _request_timeout=REQUEST_TIMEOUT)
-            except ApiException as exc:
-                if exc.status == 404:
-                    continue
-                raise
-            if hasattr(resources, 'to_dict'):
-                resources = resources.to_dict()
-            names = set(r.get('name') for r in (resources or {}).get('resources') or [])
+            names = self.cluster.served('%s/%s' % (GROUP, version))
+            if names is None:
+                continue
             for kind in KUEUE_KINDS:
                 if PLURALS[kind] in names:
                     served[kind] = version
@@ -641,17 +631,7 @@ class Exporter:
         return served
 
     def _list(self, version, plural):
-        items = []
-        token = None
-        while True:
-            kwargs = dict(limit=PAGE, _request_timeout=REQUEST_TIMEOUT)
-            if token:
-                kwargs['_continue'] = token
-            page = self.custom.list_cluster_custom_object(GROUP, version, plural, **kwargs)
-            items.extend(page.get('items') or [])
-            token = (page.get('metadata') or {}).get('continue')
-            if not token:
-                return items
+        return self.cluster.items(path('%s/%s' % (GROUP, version), plural))
 
     def list_raw(self, kind):
         return self._list(self.served[kind], PLURALS[kind])
@@ -663,35 +643,26 @@ class Exporter:
 
     def read_secret(self, namespace, name):
         """The Secret as the API server returns it (raw JSON), or None when it does not exist."""
-        try:
-            response = self.core.read_namespaced_secret(name, namespace, _preload_content=False,
-                                                        _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return json.loads(response.data)
+        return self.cluster.get(path('v1', 'secrets', namespace, name))
 
     def detect_aks_extension(self):
         try:
-            self.apps.read_namespaced_deployment('kueue-extension', self.ns, _request_timeout=REQUEST_TIMEOUT)
-            return True
+            return self.cluster.deployment(self.ns, 'kueue-extension') is not None
         except ApiException as exc:
-            if exc.status in (404, 403):
+            if exc.status == 403:
                 return False
             raise
 
     def manager_image(self):
         try:
-            dep = self.apps.read_namespaced_deployment('kueue-controller-manager', self.ns,
-                                                       _request_timeout=REQUEST_TIMEOUT)
+            dep = self.cluster.deployment(self.ns, 'kueue-controller-manager')
         except ApiException as exc:
-            if exc.status in (404, 403):
+            if exc.status == 403:
                 return None
             raise
-        containers = dep.spec.template.spec.containers or []
-        chosen = [c for c in containers if c.name == 'manager'] or containers
-        return chosen[0].image if chosen else None
+        containers = ((((dep or {}).get('spec') or {}).get('template') or {}).get('spec') or {}).get('containers') or []
+        chosen = [c for c in containers if c.get('name') == 'manager'] or containers
+        return chosen[0].get('image') if chosen else None
 
 
 def snapshot(exporter, include_secrets, include_aks_managed, aks_extension):

@@ -9,7 +9,6 @@ Option names and K8S_AUTH_* environment fallbacks follow kubernetes.core.
 import atexit
 import copy
 import ipaddress
-import json
 import os
 import re
 import shutil
@@ -24,6 +23,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.errors import (
     api_exception_message,
 )
 
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import (
     ApiException,
     ConfigException,
@@ -417,6 +417,7 @@ def _add_impersonation(api_client, user, groups):
         rest = api_client.rest_client
         original = rest.request
         group_list = list(groups)
+        api_client.kueueops_impersonate_groups = group_list  # kueue_cluster's watch sends them too
 
         def request(*args, **kwargs):
             headers = HTTPHeaderDict(kwargs.get('headers') or {})
@@ -509,9 +510,8 @@ def check_connection(api_client):
     """Return the server's ``gitVersion``; raise ``KueueOpsError`` if it cannot be reached."""
     host = api_client.configuration.host
     try:
-        # Raw JSON: typed models of some client versions reject servers that omit fields.
-        response = k8s_client.VersionApi(api_client).get_code(_request_timeout=(10, 30), _preload_content=False)
-        return json.loads(response.data).get('gitVersion')
+        # JSON, not a typed model: typed models of some client versions reject servers that omit fields.
+        return (Cluster(api_client, timeout=(10, 30)).get('/version') or {}).get('gitVersion')
     except Exception as exc:  # pylint: disable=broad-except
         raise describe_kube_error(exc, host=host)
 

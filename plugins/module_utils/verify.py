@@ -5,7 +5,8 @@
 made reliable. Every check returns pass/fail with a reason; waiting uses watches
 on the objects concerned, never fixed sleeps.
 
-Importable without Ansible: takes a kubernetes ApiClient.
+Importable without Ansible: takes a kubernetes ApiClient, read through the cluster layer
+(module_utils/kueue_cluster.py): objects are the API's JSON (camelCase dicts).
 """
 import base64
 import gzip
@@ -14,7 +15,8 @@ import time
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import api_exception_message
 
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException, k8s, k8s_watch
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 
 GROUP = "kueue.x-k8s.io"
 DEFAULT_CRDS = (
@@ -68,12 +70,7 @@ class Verifier:
         self.release_name = release_name
         self.expected_crds = tuple(expected_crds)
         self.webhook_probe = webhook_probe
-        self.apps = k8s.AppsV1Api(api_client)
-        self.core = k8s.CoreV1Api(api_client)
-        self.ext = k8s.ApiextensionsV1Api(api_client)
-        self.adm = k8s.AdmissionregistrationV1Api(api_client)
-        self.reg = k8s.ApiregistrationV1Api(api_client)
-        self.custom = k8s.CustomObjectsApi(api_client)
+        self.cluster = Cluster(api_client)
 
     # ------------------------------------------------------------- helpers
     def deployments_expected(self):
@@ -84,27 +81,26 @@ class Verifier:
 
     def detect_method(self):
         """auto: the managed extension runs a kueue-extension Deployment; the Helm path does not."""
-        try:
-            self.apps.read_namespaced_deployment("kueue-extension", self.ns)
-            return "extension"
-        except ApiException as exc:
-            if exc.status == 404:
-                return "helm"
-            raise
+        if self.cluster.deployment(self.ns, "kueue-extension") is None:
+            return "helm"
+        return "extension"
 
     # -------------------------------------------------------------- checks
     def check_deployments(self):
         out = []
         for name in self.deployments_expected():
             try:
-                dep = self.apps.read_namespaced_deployment(name, self.ns)
+                dep = self.cluster.deployment(self.ns, name)
             except ApiException as exc:
-                reason = "not found in namespace %s" % self.ns if exc.status == 404 else api_exception_message(exc)
-                out.append(Check("deployment/%s" % name, False, reason))
+                out.append(Check("deployment/%s" % name, False, api_exception_message(exc)))
                 continue
-            want = dep.spec.replicas if dep.spec.replicas is not None else 1
-            ready = dep.status.ready_replicas or 0
-            available = dep.status.available_replicas or 0
+            if dep is None:
+                out.append(Check("deployment/%s" % name, False, "not found in namespace %s" % self.ns))
+                continue
+            spec, status = dep.get("spec") or {}, dep.get("status") or {}
+            want = spec["replicas"] if spec.get("replicas") is not None else 1
+            ready = status.get("readyReplicas") or 0
+            available = status.get("availableReplicas") or 0
             ok = want > 0 and ready >= want and available >= want
             reason = "%d/%d ready, %d available" % (ready, want, available)
             if not ok:
@@ -114,37 +110,40 @@ class Verifier:
         return out
 
     def _pod_hint(self, dep):
-        selector = ",".join("%s=%s" % kv for kv in sorted((dep.spec.selector.match_labels or {}).items()))
+        match_labels = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        selector = ",".join("%s=%s" % kv for kv in sorted(match_labels.items()))
         try:
-            pods = self.core.list_namespaced_pod(self.ns, label_selector=selector).items
+            pods = self.cluster.items(path("v1", "pods", self.ns), labelSelector=selector)
         except ApiException:
             return ""
         hints = []
         for pod in pods:
-            for cs in pod.status.container_statuses or []:
-                if cs.state and cs.state.waiting:
-                    hints.append("%s: %s %s" % (pod.metadata.name, cs.state.waiting.reason or "",
-                                                cs.state.waiting.message or ""))
-                elif not cs.ready:
+            pod_name = pod["metadata"]["name"]
+            statuses = (pod.get("status") or {}).get("containerStatuses")
+            for cs in statuses or []:
+                waiting = (cs.get("state") or {}).get("waiting")
+                if waiting is not None:  # an empty waiting state ({}) is still waiting
+                    hints.append("%s: %s %s" % (pod_name, waiting.get("reason") or "", waiting.get("message") or ""))
+                elif not cs.get("ready"):
                     hints.append("%s: container %s not ready (restarts %d)" % (
-                        pod.metadata.name, cs.name, cs.restart_count or 0))
-            if not pod.status.container_statuses:
-                hints.append("%s: %s" % (pod.metadata.name, pod.status.phase))
+                        pod_name, cs.get("name"), cs.get("restartCount") or 0))
+            if not statuses:
+                hints.append("%s: %s" % (pod_name, (pod.get("status") or {}).get("phase")))
         if not pods:
             hints.append("no pods match %s" % selector)
         return "; " + "; ".join(h.strip() for h in hints) if hints else ""
 
     def check_crds(self):
-        crds = {c.metadata.name: c for c in self.ext.list_custom_resource_definition().items
-                if c.spec.group == GROUP}
+        listed = self.cluster.items(path("apiextensions.k8s.io/v1", "customresourcedefinitions"))
+        crds = {c["metadata"]["name"]: c for c in listed if (c.get("spec") or {}).get("group") == GROUP}
         missing, unestablished = [], []
         for plural in self.expected_crds:
             crd = crds.get("%s.%s" % (plural, GROUP))
             if crd is None:
                 missing.append(plural)
                 continue
-            est = [c for c in crd.status.conditions or [] if c.type == "Established"]
-            if not est or est[0].status != "True":
+            est = [c for c in (crd.get("status") or {}).get("conditions") or [] if c.get("type") == "Established"]
+            if not est or est[0].get("status") != "True":
                 unestablished.append(plural)
         ok = not missing and not unestablished
         parts = []
@@ -156,16 +155,17 @@ class Verifier:
                       {"present": sorted(n.split(".")[0] for n in crds)})]
 
     def check_webhooks(self):
-        configs = [c for c in self.adm.list_validating_webhook_configuration().items
-                   + self.adm.list_mutating_webhook_configuration().items
-                   if any(w.client_config.service and w.client_config.service.namespace == self.ns
-                          for w in c.webhooks or [])]
+        adm = "admissionregistration.k8s.io/v1"
+        configs = [c for c in self.cluster.items(path(adm, "validatingwebhookconfigurations"))
+                   + self.cluster.items(path(adm, "mutatingwebhookconfigurations"))
+                   if any(_webhook_service(w).get("namespace") == self.ns for w in c.get("webhooks") or [])]
         checks = []
         if not configs:
             checks.append(Check("webhook-configurations", False,
                                 "no webhook configuration points at a service in %s" % self.ns))
         else:
-            no_ca = sorted({c.metadata.name for c in configs for w in c.webhooks or [] if not w.client_config.ca_bundle})
+            no_ca = sorted({c["metadata"]["name"] for c in configs for w in c.get("webhooks") or []
+                            if not (w.get("clientConfig") or {}).get("caBundle")})
             checks.append(Check("webhook-configurations", not no_ca,
                                 "without a CA bundle: %s (the manager has not injected its certificate yet)" % ", ".join(no_ca)
                                 if no_ca else "%d configurations with CA bundles" % len(configs)))
@@ -178,7 +178,7 @@ class Verifier:
         ``v1beta1``/``v1beta2.visibility.kueue.x-k8s.io``, backed by its visibility Service) is
         Available. An unavailable one breaks discovery for every client (kubectl, the namespace
         controller); the check names it with the condition's reason and message."""
-        services = kueue_apiservices(self.reg, self.ns)
+        services = kueue_apiservices(self.cluster, self.ns)
         if not services:
             return [Check("apiservices", True, "no APIService is served from namespace %s" % self.ns)]
         return [apiservice_check(svc) for svc in services]
@@ -190,7 +190,7 @@ class Verifier:
         body = {"apiVersion": "%s/%s" % (GROUP, version), "kind": "ClusterQueue",
                 "metadata": {"name": PROBE_NAME}, "spec": {"namespaceSelector": {}}}
         try:
-            self.custom.create_cluster_custom_object(GROUP, version, "clusterqueues", body, dry_run="All")
+            self.cluster.create(path("%s/%s" % (GROUP, version), "clusterqueues"), body, dryRun="All")
         except ApiException as exc:
             if exc.status == 409:
                 return Check("webhook-roundtrip", True, "a ClusterQueue named %s already exists" % PROBE_NAME)
@@ -199,28 +199,29 @@ class Verifier:
 
     def served_version(self):
         try:
-            group = k8s.ApisApi(self.api_client).get_api_versions()
+            group = self.cluster.get("/apis")
         except ApiException:
             return "v1beta2"
-        for g in group.groups:
-            if g.name == GROUP:
-                versions = [v.version for v in g.versions]
-                return "v1beta2" if "v1beta2" in versions else g.preferred_version.version
+        for g in (group or {}).get("groups") or []:
+            if g.get("name") == GROUP:
+                versions = [v.get("version") for v in g.get("versions") or []]
+                return "v1beta2" if "v1beta2" in versions else g["preferredVersion"]["version"]
         return "v1beta2"
 
     def check_helm_release(self):
         """The release status from Helm's own storage (Secrets labelled owner=helm): no helm binary needed."""
         try:
-            secrets = self.core.list_namespaced_secret(
-                self.ns, label_selector="owner=helm,name=%s" % self.release_name).items
+            secrets = self.cluster.items(path("v1", "secrets", self.ns),
+                                         labelSelector="owner=helm,name=%s" % self.release_name)
         except ApiException as exc:
             return [Check("helm-release", False, "cannot read Helm's release records: %s" % api_exception_message(exc))]
         if not secrets:
             return [Check("helm-release", False, "no Helm release %r in namespace %s" % (self.release_name, self.ns))]
-        latest = max(secrets, key=lambda s: int(s.metadata.labels.get("version", "0")))
-        status = latest.metadata.labels.get("status")
-        details = {"revision": int(latest.metadata.labels.get("version", "0")), "status": status}
-        release = decode_helm_release(latest.data.get("release")) if latest.data else None
+        latest = max(secrets, key=lambda s: int(s["metadata"]["labels"].get("version", "0")))
+        labels = latest["metadata"]["labels"]
+        status = labels.get("status")
+        details = {"revision": int(labels.get("version", "0")), "status": status}
+        release = decode_helm_release(latest["data"].get("release")) if latest.get("data") else None
         if release:
             details["chart_version"] = release.get("chart", {}).get("metadata", {}).get("version")
             details["app_version"] = release.get("chart", {}).get("metadata", {}).get("appVersion")
@@ -229,29 +230,30 @@ class Verifier:
 
     def effective_configuration(self):
         """(feature gates from the Deployment args, frameworks from the manager ConfigMap, image)."""
-        dep = self.apps.read_namespaced_deployment("kueue-controller-manager", self.ns)
-        container = [c for c in dep.spec.template.spec.containers if c.name == "manager"] or dep.spec.template.spec.containers
-        args = container[0].args or []
+        # request, not get: a missing object is the ApiException (404) the caller reports.
+        dep = self.cluster.request("GET", path("apps/v1", "deployments", self.ns, "kueue-controller-manager"))
+        pod_spec = dep["spec"]["template"]["spec"]
+        container = [c for c in pod_spec["containers"] if c.get("name") == "manager"] or pod_spec["containers"]
+        args = container[0].get("args") or []
         cm_name = None
-        for vol in dep.spec.template.spec.volumes or []:
-            if vol.config_map is not None:
-                cm_name = vol.config_map.name
+        for vol in pod_spec.get("volumes") or []:
+            if vol.get("configMap") is not None:
+                cm_name = vol["configMap"].get("name")
         config_yaml = ""
         if cm_name:
-            cm = self.core.read_namespaced_config_map(cm_name, self.ns)
-            config_yaml = (cm.data or {}).get("controller_manager_config.yaml", "")
-        return args, config_yaml, container[0].image
+            cm = self.cluster.request("GET", path("v1", "configmaps", self.ns, cm_name))
+            config_yaml = (cm.get("data") or {}).get("controller_manager_config.yaml", "")
+        return args, config_yaml, container[0].get("image")
 
     # ---------------------------------------------------------------- queues
     def queue_status(self):
         """ClusterQueues (cohort, flavors with nominal and used quota, pending/admitted) and LocalQueues."""
         version = self.served_version()
         out = {"cluster_queues": [], "local_queues": []}
+        group_version = "%s/%s" % (GROUP, version)
         try:
-            cqs = self.custom.list_cluster_custom_object(GROUP, version, "clusterqueues")["items"]
-            lqs = self.custom.list_custom_object_for_all_namespaces(GROUP, version, "localqueues")["items"] \
-                if hasattr(self.custom, "list_custom_object_for_all_namespaces") else \
-                self.custom.list_cluster_custom_object(GROUP, version, "localqueues")["items"]
+            cqs = self.cluster.items(path(group_version, "clusterqueues"))
+            lqs = self.cluster.items(path(group_version, "localqueues"))  # of every namespace
         except ApiException:
             return out
         for cq in cqs:
@@ -308,40 +310,49 @@ class Verifier:
     def _wait_for_change(self, seconds):
         """Block until a Deployment in the namespace changes (a watch from the current
         resourceVersion, so its first event is a real change), or `seconds` pass."""
-        w = k8s_watch.Watch()
+        events = None
         try:
-            rv = self.apps.list_namespaced_deployment(self.ns).metadata.resource_version
-            for _event in w.stream(self.apps.list_namespaced_deployment, self.ns, resource_version=rv,
-                                   timeout_seconds=max(1, int(seconds)), _request_timeout=seconds + 5):
+            deployments = path("apps/v1", "deployments", self.ns)
+            _items, rv = self.cluster.list(deployments)
+            events = self.cluster.watch(deployments, rv, seconds)
+            for _event in events:
                 break
         except Exception:  # noqa: BLE001 - a broken watch just ends this wait; the checks run again
             time.sleep(min(seconds, 1))
         finally:
-            w.stop()
+            if events is not None:
+                events.close()  # ends the watch request
 
 
-def kueue_apiservices(reg, namespace):
-    """The APIServices whose backend Service is in ``namespace``, by name: those the Kueue chart
+def _webhook_service(webhook):
+    """The Service a webhook (of a webhook configuration, as a dict) calls; {} for one called by URL."""
+    return (webhook.get("clientConfig") or {}).get("service") or {}
+
+
+def kueue_apiservices(cluster, namespace):
+    """The APIServices (dicts) whose backend Service is in ``namespace``, by name: those the Kueue chart
     registers there (found by where they point, not by label or name, so another release name or
     the managed extension's install count too)."""
-    return sorted((svc for svc in reg.list_api_service().items
-                   if svc.spec.service is not None and svc.spec.service.namespace == namespace),
-                  key=lambda svc: svc.metadata.name)
+    return sorted((svc for svc in cluster.items(path("apiregistration.k8s.io/v1", "apiservices"))
+                   if ((svc.get("spec") or {}).get("service") or {}).get("namespace") == namespace),
+                  key=lambda svc: svc["metadata"]["name"])
 
 
 def apiservice_check(svc):
-    """A Check of one APIService's ``Available`` condition (``apiservice/<name>``)."""
-    name = svc.metadata.name
-    backend = "%s/%s" % (svc.spec.service.namespace, svc.spec.service.name)
-    cond = next((c for c in (svc.status.conditions if svc.status else None) or [] if c.type == "Available"), None)
-    details = {"service": backend, "status": cond.status if cond else None, "reason": cond.reason if cond else None}
-    if cond is not None and cond.status == "True":
+    """A Check of one APIService's (a dict's) ``Available`` condition (``apiservice/<name>``)."""
+    name = svc["metadata"]["name"]
+    service = svc["spec"]["service"]
+    backend = "%s/%s" % (service.get("namespace"), service.get("name"))
+    cond = next((c for c in (svc.get("status") or {}).get("conditions") or [] if c.get("type") == "Available"), None)
+    details = {"service": backend, "status": cond.get("status") if cond else None,
+               "reason": cond.get("reason") if cond else None}
+    if cond is not None and cond.get("status") == "True":
         return Check("apiservice/%s" % name, True, "Available (Service %s)" % backend, details)
     if cond is None:
         reason = "no Available condition yet (the API server has not checked Service %s)" % backend
     else:
-        reason = "Available=%s (%s): %s (Service %s)" % (cond.status, cond.reason or "no reason",
-                                                         (cond.message or "no message").strip(), backend)
+        reason = "Available=%s (%s): %s (Service %s)" % (cond.get("status"), cond.get("reason") or "no reason",
+                                                         (cond.get("message") or "no message").strip(), backend)
     return Check("apiservice/%s" % name, False, reason, details)
 
 
@@ -374,18 +385,14 @@ def smoke_job(queue_name, requests):
 def run_smoke_tests(api_client, queues, requests, timeout):
     """Submit one Job per LocalQueue, wait until Kueue admits it (Workload Admitted=True and the
     Job unsuspended), then delete it. Returns a Check per queue."""
-    batch = k8s.BatchV1Api(api_client)
-    custom = k8s.CustomObjectsApi(api_client)
-    version = Verifier(api_client, webhook_probe=False).served_version()
+    verifier = Verifier(api_client, webhook_probe=False)
+    cluster = verifier.cluster
+    group_version = "%s/%s" % (GROUP, verifier.served_version())
     submitted, checks = [], []
     # Every LocalQueue first: a missing one fails the smoke test before any Job is created.
     for ref in queues:
         ns, name = parse_queue_ref(ref)
-        try:
-            custom.get_namespaced_custom_object(GROUP, version, ns, "localqueues", name)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        if cluster.get(path(group_version, "localqueues", ns, name)) is None:
             checks.append(Check("smoke-test/%s" % ref, False, "LocalQueue %s does not exist, so no smoke-test Job "
                                 "was submitted (smoke_test: name an existing LocalQueue as NAMESPACE/LOCALQUEUE, or "
                                 "create it first with kueueops.aks.kueue_queues)" % ref))
@@ -394,8 +401,8 @@ def run_smoke_tests(api_client, queues, requests, timeout):
     for ref in queues:
         ns, name = parse_queue_ref(ref)
         try:
-            job = batch.create_namespaced_job(ns, smoke_job(name, requests))
-            submitted.append((ref, ns, job.metadata.name, job.metadata.uid, time.time()))
+            job = cluster.create(path("batch/v1", "jobs", ns), smoke_job(name, requests))
+            submitted.append((ref, ns, job["metadata"]["name"], job["metadata"]["uid"], time.time()))
         except ApiException as exc:
             checks.append(Check("smoke-test/%s" % ref, False, "cannot submit a Job: %s" % api_exception_message(exc)))
     deadline = time.time() + timeout
@@ -404,10 +411,10 @@ def run_smoke_tests(api_client, queues, requests, timeout):
     while pending and time.time() < deadline:
         still = []
         for ref, ns, job_name, uid, started in pending:
-            wls = custom.list_namespaced_custom_object(GROUP, version, ns, "workloads")["items"]
+            wls = cluster.items(path(group_version, "workloads", ns))
             mine = [w for w in wls if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])]
             admitted = mine and (condition_status(mine[0], "Admitted") or {}).get("status") == "True"
-            if admitted and batch.read_namespaced_job(job_name, ns).spec.suspend is False:
+            if admitted and _job_suspend(cluster, ns, job_name) is False:
                 results[ref] = Check("smoke-test/%s" % ref, True, "Job %s admitted in %.1fs" % (
                     job_name, time.time() - started))
             else:
@@ -426,23 +433,20 @@ def run_smoke_tests(api_client, queues, requests, timeout):
         if ref in results:
             results[ref].reason += " (still pending after %ss, the timeout)" % timeout
     for ref, ns, job_name, _uid, _started in submitted:
-        try:
-            batch.delete_namespaced_job(job_name, ns, propagation_policy="Foreground")
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        cluster.delete(path("batch/v1", "jobs", ns, job_name), propagationPolicy="Foreground")  # 404: gone already
     # Wait for the Jobs (and so their Workloads) to be gone: nothing of the test stays behind.
     gone_deadline = time.time() + 60
     for _ref, ns, job_name, _uid, _started in submitted:
         while time.time() < gone_deadline:
-            try:
-                batch.read_namespaced_job(job_name, ns)
-            except ApiException as exc:
-                if exc.status == 404:
-                    break
-                raise
+            if cluster.get(path("batch/v1", "jobs", ns, job_name)) is None:
+                break
             time.sleep(0.3)
     return checks + [results[ref] for ref, *_rest in submitted if ref in results]
+
+
+def _job_suspend(cluster, namespace, name):
+    """The Job's ``spec.suspend``. ``request``, not ``get``: a Job gone meanwhile is the ApiException (404) it was."""
+    return (cluster.request("GET", path("batch/v1", "jobs", namespace, name)).get("spec") or {}).get("suspend")
 
 
 def decode_helm_release(data):
@@ -458,35 +462,27 @@ def decode_helm_release(data):
         return None
 
 
-def helm_releases(core, namespace):
+def helm_releases(cluster, namespace):
     """The Helm releases recorded in ``namespace`` (Helm's storage: Secrets labelled ``owner=helm``),
     the latest revision of each: [{name, namespace, revision, status, chart, chart_version, app_version}],
-    sorted by name. Reads no helm binary; works for Helm 3 and 4 (storage format v1)."""
+    sorted by name. Reads no helm binary; works for Helm 3 and 4 (storage format v1). ``cluster``: a
+    kueue_cluster.Cluster (it lists page by page)."""
     latest = {}
-    token = None
-    while True:
-        kwargs = dict(label_selector="owner=helm", limit=500)
-        if token:
-            kwargs["_continue"] = token
-        page = core.list_namespaced_secret(namespace, **kwargs)
-        for secret in page.items or []:
-            labels = secret.metadata.labels or {}
-            name = labels.get("name")
-            try:
-                revision = int(labels.get("version", "0"))
-            except ValueError:
-                continue
-            if name and (name not in latest or revision > latest[name][0]):
-                latest[name] = (revision, secret)
-        token = page.metadata._continue if page.metadata else None
-        if not token:
-            break
+    for secret in cluster.items(path("v1", "secrets", namespace), labelSelector="owner=helm", limit=500):
+        labels = (secret.get("metadata") or {}).get("labels") or {}
+        name = labels.get("name")
+        try:
+            revision = int(labels.get("version", "0"))
+        except ValueError:
+            continue
+        if name and (name not in latest or revision > latest[name][0]):
+            latest[name] = (revision, secret)
     out = []
     for name in sorted(latest):
         revision, secret = latest[name]
-        release = decode_helm_release((secret.data or {}).get("release")) or {}
+        release = decode_helm_release((secret.get("data") or {}).get("release")) or {}
         chart = (release.get("chart") or {}).get("metadata") or {}
         out.append({"name": name, "namespace": namespace, "revision": revision,
-                    "status": (secret.metadata.labels or {}).get("status"), "chart": chart.get("name"),
+                    "status": ((secret.get("metadata") or {}).get("labels") or {}).get("status"), "chart": chart.get("name"),
                     "chart_version": chart.get("version"), "app_version": chart.get("appVersion")})
     return out

@@ -335,7 +335,7 @@ else:
     HAS_AZURE_MGMT = True
     AZURE_MGMT_IMPORT_ERROR = None
 
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import k8s
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 
 try:
     import yaml
@@ -515,15 +515,16 @@ class KueueExtension:
         require_kubernetes(self.module)
         params, source = self.kube_params()
         api = build_api_client(params)
-        apps = k8s.AppsV1Api(api)
+        cluster = Cluster(api, timeout=KUBE_TIMEOUT)
+        deployments = path('apps/v1', 'deployments')
         try:
             managers = set()
-            for selector in (dict(field_selector='metadata.name=%s' % x.KUEUE_MANAGER_NAME),
-                             dict(label_selector=x.KUEUE_MANAGER_LABELS)):
-                for item in apps.list_deployment_for_all_namespaces(_request_timeout=KUBE_TIMEOUT, **selector).items:
-                    managers.add((item.metadata.namespace, item.metadata.name))
-            extension_ns = set(item.metadata.namespace for item in apps.list_deployment_for_all_namespaces(
-                field_selector='metadata.name=%s' % x.EXTENSION_DEPLOYMENT, _request_timeout=KUBE_TIMEOUT).items)
+            for selector in (dict(fieldSelector='metadata.name=%s' % x.KUEUE_MANAGER_NAME),
+                             dict(labelSelector=x.KUEUE_MANAGER_LABELS)):
+                for item in cluster.items(deployments, **selector):
+                    managers.add((item['metadata']['namespace'], item['metadata']['name']))
+            extension_ns = set(item['metadata']['namespace'] for item in cluster.items(
+                deployments, fieldSelector='metadata.name=%s' % x.EXTENSION_DEPLOYMENT))
         except Exception as exc:  # pylint: disable=broad-except
             err = describe_kube_error(exc, host=api.configuration.host)
             raise KueueOpsError('preflight: cannot list the Deployments of the cluster with %s: %s'

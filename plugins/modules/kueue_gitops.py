@@ -100,9 +100,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     get_api_client,
 )
 
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException, k8s
-
-REQUEST_TIMEOUT = 60
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 FORMAT = 'kueueops.aks/kueue_gitops/v1'
 
 # group -> {kind: (plural, how it is paused)}
@@ -217,19 +215,19 @@ def write_state_file(path, data):
 
 class GitOps:
     def __init__(self, api_client, check_mode):
-        self.custom = k8s.CustomObjectsApi(api_client)
+        self.cluster = Cluster(api_client)
         self.check_mode = check_mode
 
+    @staticmethod
+    def _path(ref):
+        return path('%s/%s' % (ref['group'], ref['version']), ref['plural'], ref['namespace'], ref['name'])
+
     def get(self, ref):
-        try:
-            return self.custom.get_namespaced_custom_object(ref['group'], ref['version'], ref['namespace'],
-                                                            ref['plural'], ref['name'],
-                                                            _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as exc:
-            if exc.status == 404:
-                raise KueueOpsError('%s (%s) not found' % (describe(ref), ref['apiVersion']), field='objects',
-                                    fix='check the name, namespace and apiVersion (and that the CRD is installed)')
-            raise
+        obj = self.cluster.get(self._path(ref))
+        if obj is None:
+            raise KueueOpsError('%s (%s) not found' % (describe(ref), ref['apiVersion']), field='objects',
+                                fix='check the name, namespace and apiVersion (and that the CRD is installed)')
+        return obj
 
     def set(self, ref, target):
         """Bring the object to ``target``; returns (changed, now)."""
@@ -237,9 +235,7 @@ class GitOps:
         if current == target:
             return False, current
         if not self.check_mode:
-            self.custom.patch_namespaced_custom_object(ref['group'], ref['version'], ref['namespace'],
-                                                       ref['plural'], ref['name'], merge_patch(ref, target),
-                                                       _request_timeout=REQUEST_TIMEOUT)
+            self.cluster.patch(self._path(ref), merge_patch(ref, target))
         return True, target
 
 

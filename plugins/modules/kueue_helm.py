@@ -319,9 +319,10 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import 
     validate_integrations,
     version_warning,
 )
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path as api_path
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier, kueue_apiservices
 
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException, k8s, k8s_watch
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 
 try:
     import yaml
@@ -364,6 +365,8 @@ class KueueHelm:
         self.p = module.params
         self.warnings = []
         self.tls = {}
+        self.api = None  # the ApiClient, once run() builds it
+        self.cluster = None  # the Cluster on it (kueue_cluster)
 
     # ------------------------------------------------------------ helpers
     def fail(self, err, **extra):
@@ -388,9 +391,8 @@ class KueueHelm:
         return found
 
     def managed_extension(self):
-        apps = k8s.AppsV1Api(self.api)
-        found = apps.list_deployment_for_all_namespaces(field_selector="metadata.name=kueue-extension").items
-        return ["%s/%s" % (d.metadata.namespace, d.metadata.name) for d in found]
+        found = self.cluster.items(api_path("apps/v1", "deployments"), fieldSelector="metadata.name=kueue-extension")
+        return ["%s/%s" % (d["metadata"]["namespace"], d["metadata"]["name"]) for d in found]
 
     def release(self, runner):
         return runner.list_release(self.p["release_name"], self.p["release_namespace"])
@@ -446,18 +448,19 @@ class KueueHelm:
         return text
 
     def count_kueue_objects(self):
-        custom = k8s.CustomObjectsApi(self.api)
         counts = {}
         try:
-            groups = k8s.ApisApi(self.api).get_api_versions().groups
+            discovery = self.cluster.get("/apis")
         except ApiException:
             return counts
-        versions = [g.preferred_version.version for g in groups if g.name == GROUP]
+        if discovery is None:  # a 404, which the typed call raised
+            return counts
+        versions = [g["preferredVersion"]["version"] for g in discovery.get("groups") or [] if g["name"] == GROUP]
         if not versions:
             return counts
         for plural in CONFIG_KINDS:
             try:
-                items = custom.list_cluster_custom_object(GROUP, versions[0], plural)["items"]
+                items = self.cluster.items(api_path("%s/%s" % (GROUP, versions[0]), plural))
             except ApiException:
                 continue
             if items:
@@ -486,6 +489,7 @@ class KueueHelm:
 
         check_helm_kube_options(resolve_kube_options(p))  # what helm cannot do, before anything is contacted
         self.api = get_api_client(self.module)
+        self.cluster = Cluster(self.api)
         try:
             self.server_version = check_connection(self.api)
         except KueueOpsError as exc:
@@ -598,8 +602,8 @@ class KueueHelm:
         """helm --wait says only "context deadline exceeded": name what was not ready, and the timeout."""
         pending = []
         try:
-            names = [d.metadata.name for d in
-                     k8s.AppsV1Api(self.api).list_namespaced_deployment(self.p["release_namespace"]).items]
+            names = [d["metadata"]["name"] for d in
+                     self.cluster.items(api_path("apps/v1", "deployments", self.p["release_namespace"]))]
             verifier = Verifier(self.api, namespace=self.p["release_namespace"], webhook_probe=False)
             verifier.deployments_expected = lambda: names
             pending = ["%s: %s" % (c.name, c.reason) for c in verifier.check_deployments() if not c.ok]
@@ -639,7 +643,7 @@ class KueueHelm:
         if p["delete_namespace"]:
             # An APIService whose backend goes with the namespace must go first: unavailable, it fails
             # the namespace controller's discovery and the namespace never finishes terminating.
-            names = [svc.metadata.name for svc in self.apiservices()]
+            names = [svc["metadata"]["name"] for svc in self.apiservices()]
             result["apiservices_deleted"] = names
             if names:
                 changed = True
@@ -653,23 +657,21 @@ class KueueHelm:
 
     def apiservices(self):
         try:
-            return kueue_apiservices(k8s.ApiregistrationV1Api(self.api), self.p["release_namespace"])
+            return kueue_apiservices(self.cluster, self.p["release_namespace"])
         except ApiException as exc:
             raise describe_kube_error(exc)
 
     def delete_apiservices(self, names):
         """Delete the APIServices ``names`` and wait until they are gone (they carry no finalizers)."""
-        reg = k8s.ApiregistrationV1Api(self.api)
         for name in names:
             try:
-                reg.delete_api_service(name)
+                self.cluster.delete(api_path("apiregistration.k8s.io/v1", "apiservices", name=name))  # 404: False
             except ApiException as exc:
-                if exc.status != 404:
-                    raise describe_kube_error(exc)
+                raise describe_kube_error(exc)
         deadline = time.time() + (self.p["timeout"] if self.p["wait"] else 0)
         left = list(names)
         while left:
-            left = [svc.metadata.name for svc in self.apiservices() if svc.metadata.name in names]
+            left = [svc["metadata"]["name"] for svc in self.apiservices() if svc["metadata"]["name"] in names]
             if not left or time.time() >= deadline:
                 break
             time.sleep(0.2)
@@ -681,20 +683,19 @@ class KueueHelm:
     def clear_kueue_finalizers(self, timeout):
         """Remove kueue.x-k8s.io/ finalizers from the objects of terminating Kueue CRDs until
         the CRDs are gone (or `timeout` seconds pass). Returns how many objects it patched."""
-        ext = k8s.ApiextensionsV1Api(self.api)
-        custom = k8s.CustomObjectsApi(self.api)
         cleared = set()
         deadline = time.time() + timeout
         while True:
-            crds = [c for c in ext.list_custom_resource_definition().items if c.spec.group == GROUP]
+            crds = [c for c in self.cluster.items(api_path("apiextensions.k8s.io/v1", "customresourcedefinitions"))
+                    if c["spec"]["group"] == GROUP]
             if not crds:
                 return len(cleared)
             kept = []  # objects held by finalizers that are not Kueue's (nobody here removes them)
             for crd in crds:
-                version = [v.name for v in crd.spec.versions if v.storage][0]
-                plural = crd.spec.names.plural
+                version = [v["name"] for v in crd["spec"]["versions"] if v.get("storage")][0]
+                plural = crd["spec"]["names"]["plural"]
                 try:
-                    items = custom.list_cluster_custom_object(GROUP, version, plural)["items"]
+                    items = self.cluster.items(api_path("%s/%s" % (GROUP, version), plural))
                 except ApiException:
                     continue
                 for item in items:
@@ -708,11 +709,9 @@ class KueueHelm:
                         continue
                     body = {"metadata": {"finalizers": keep or None, "resourceVersion": meta["resourceVersion"]}}
                     try:
-                        if meta.get("namespace"):
-                            custom.patch_namespaced_custom_object(GROUP, version, meta["namespace"], plural,
-                                                                  meta["name"], body)
-                        else:
-                            custom.patch_cluster_custom_object(GROUP, version, plural, meta["name"], body)
+                        # A JSON merge patch, as the typed custom object patch sent a dict body.
+                        self.cluster.patch(api_path("%s/%s" % (GROUP, version), plural, meta.get("namespace"),
+                                                    meta["name"]), body)
                         cleared.add((plural, meta.get("namespace"), meta["name"]))
                     except ApiException as exc:
                         if exc.status not in (404, 409):
@@ -720,7 +719,7 @@ class KueueHelm:
             if time.time() >= deadline:
                 if timeout:
                     raise KueueOpsError("Kueue CRDs still terminating after %ss: %s%s" % (
-                        timeout, ", ".join(c.metadata.name for c in crds),
+                        timeout, ", ".join(c["metadata"]["name"] for c in crds),
                         "; objects held by finalizers that are not Kueue's: %s" % "; ".join(kept[:10]) if kept
                         else ""), field="timeout",
                         fix="raise timeout, or remove those finalizers (whoever added them should)")
@@ -729,45 +728,47 @@ class KueueHelm:
 
     def namespace_exists(self):
         try:
-            k8s.CoreV1Api(self.api).read_namespace(self.p["release_namespace"])
-            return True
+            return self.cluster.get(api_path("v1", "namespaces", name=self.p["release_namespace"])) is not None
         except ApiException as exc:
-            if exc.status == 404:
-                return False
             raise describe_kube_error(exc)
 
     def delete_namespace(self):
-        core = k8s.CoreV1Api(self.api)
         ns = self.p["release_namespace"]
         try:
-            core.delete_namespace(ns)
+            self.cluster.delete(api_path("v1", "namespaces", name=ns))  # 404: False
         except ApiException as exc:
-            if exc.status != 404:
-                raise describe_kube_error(exc)
+            raise describe_kube_error(exc)
         if not self.p["wait"]:
             return
+        namespaces = api_path("v1", "namespaces")
+        selector = "metadata.name=%s" % ns
         deadline = time.time() + self.p["timeout"]
         while time.time() < deadline:
-            if not self.namespace_exists():
-                return
-            # A watch on this one namespace returns as soon as it changes or is deleted.
-            w = k8s_watch.Watch()
             try:
-                for _event in w.stream(core.list_namespace, field_selector="metadata.name=%s" % ns,
-                                       timeout_seconds=max(1, min(10, int(deadline - time.time())))):
-                    if _event["type"] == "DELETED":
-                        break
-            finally:
-                w.stop()
-        try:
-            ns_obj = core.read_namespace(ns)
-        except ApiException as exc:
-            if exc.status == 404:  # gone right at the deadline
+                found, resource_version = self.cluster.list(namespaces, fieldSelector=selector)
+            except ApiException as exc:
+                raise describe_kube_error(exc)
+            if not found:
                 return
+            # A watch on this one namespace, from the list's version, returns as soon as it changes or is deleted.
+            try:
+                for event in self.cluster.watch(namespaces, resource_version,
+                                                max(1, min(10, int(deadline - time.time()))), fieldSelector=selector):
+                    if event["type"] == "DELETED":
+                        break
+            except ApiException as exc:
+                if exc.status != 410:  # 410 Gone: the list's version is too old already, list again
+                    raise
+        try:
+            ns_obj = self.cluster.get(api_path("v1", "namespaces", name=ns))
+        except ApiException as exc:
             raise describe_kube_error(exc)
-        conditions = [c.message for c in ns_obj.status.conditions or [] if c.status == "True"]
+        if ns_obj is None:  # gone right at the deadline
+            return
+        status = ns_obj.get("status") or {}
+        conditions = [c.get("message") for c in status.get("conditions") or [] if c.get("status") == "True"]
         raise KueueOpsError("namespace %s still terminating after %ss: %s" % (ns, self.p["timeout"], "; ".join(
-            conditions) or ns_obj.status.phase), field="timeout", fix="raise timeout, or look at what holds it")
+            conditions) or status.get("phase")), field="timeout", fix="raise timeout, or look at what holds it")
 
 
 def _is_wait_timeout(exc):

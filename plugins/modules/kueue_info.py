@@ -149,47 +149,41 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
 )
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
 from ansible_collections.kueueops.aks.plugins.module_utils import install_method as im
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import helm_releases
 
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException, k8s
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 
 
-def extension_configs(api_client, namespace):
+def extension_configs(cluster, namespace):
     """The ExtensionConfig objects of type microsoft.kueue in ``namespace`` (im.kueue_extension_configs), from the
     AKS group, else the Arc one. None served, or not readable (403): [] - no evidence, so no release is
-    counted as the extension's own."""
-    custom = k8s.CustomObjectsApi(api_client)
+    counted as the extension's own. ``cluster``: a kueue_cluster.Cluster."""
     for group in im.EXTENSION_CONFIG_GROUPS:
         try:
-            listing = custom.list_namespaced_custom_object(group, im.EXTENSION_CONFIG_VERSION, namespace,
-                                                           im.EXTENSION_CONFIG_PLURAL,
-                                                           _request_timeout=b.REQUEST_TIMEOUT)
+            items = cluster.items(path('%s/%s' % (group, im.EXTENSION_CONFIG_VERSION), im.EXTENSION_CONFIG_PLURAL,
+                                       namespace))
         except ApiException as exc:
             if exc.status in (404, 403):
                 continue
             raise
-        configs = im.kueue_extension_configs(listing.get('items'), namespace)
+        configs = im.kueue_extension_configs(items, namespace)
         if configs:
             return configs
     return []
 
 
 def gather(api_client, namespace, release_name):
-    core = k8s.CoreV1Api(api_client)
+    cluster = Cluster(api_client)
     exporter = b.Exporter(api_client, namespace)
-    try:
-        core.read_namespace(namespace, _request_timeout=b.REQUEST_TIMEOUT)
-        namespace_exists = True
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-        namespace_exists = False
-    releases = helm_releases(core, namespace) if namespace_exists else []
+    namespace_exists = cluster.get(path('v1', 'namespaces', name=namespace)) is not None
+    releases = helm_releases(cluster, namespace) if namespace_exists else []
     extension = exporter.detect_aks_extension() if namespace_exists else False
-    configs = extension_configs(api_client, namespace) if namespace_exists else []
+    configs = extension_configs(cluster, namespace) if namespace_exists else []
     method = im.classify(releases, release_name, extension, configs)
-    crds = sorted(c.metadata.name for c in k8s.ApiextensionsV1Api(api_client).list_custom_resource_definition(
-        _request_timeout=b.REQUEST_TIMEOUT).items if c.spec.group == b.GROUP)
+    crds = sorted(c['metadata']['name'] for c in cluster.items(
+        path('apiextensions.k8s.io/v1', 'customresourcedefinitions'))
+        if (c.get('spec') or {}).get('group') == b.GROUP)
 
     counts = {}
     secrets = []
@@ -204,7 +198,7 @@ def gather(api_client, namespace, release_name):
         for (ns, name), users in sorted(b.multikueue_secret_refs(objects.get('MultiKueueCluster', []),
                                                                  namespace).items()):
             secrets.append({'namespace': ns, 'name': name, 'clusters': users,
-                            'exists': namespace_exists and _secret_exists(core, ns, name)})
+                            'exists': namespace_exists and _secret_exists(cluster, ns, name)})
         workloads = b.workload_counts(exporter.list_workloads(), raw_queues.get('LocalQueue', []),
                                       raw_queues.get('ClusterQueue', []))
     image = exporter.manager_image() if namespace_exists else None
@@ -227,15 +221,9 @@ def gather(api_client, namespace, release_name):
     }
 
 
-def _secret_exists(core, namespace, name):
-    """Whether the Secret exists (its metadata only is used; the data is never returned)."""
-    try:
-        core.read_namespaced_secret(name, namespace, _preload_content=False, _request_timeout=b.REQUEST_TIMEOUT)
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
+def _secret_exists(cluster, namespace, name):
+    """Whether the Secret exists (only whether it was found is used; the data is never returned)."""
+    return cluster.get(path('v1', 'secrets', namespace, name)) is not None
 
 
 def main():

@@ -80,10 +80,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     get_api_client,
 )
 
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import k8s
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 
-REQUEST_TIMEOUT = 60
-PAGE = 500
 
 
 def classify(job):
@@ -110,24 +108,11 @@ def summarise(jobs, label):
 
 
 def list_jobs(api_client, label, namespaces):
-    batch = k8s.BatchV1Api(api_client)
-    sanitize = api_client.sanitize_for_serialization
-    targets = namespaces or [None]
+    """The Jobs (dicts, API field names) that carry ``label``, in ``namespaces`` (every namespace when empty)."""
+    cluster = Cluster(api_client)
     jobs = []
-    for namespace in targets:
-        token = None
-        while True:
-            kwargs = dict(label_selector=label, limit=PAGE, _request_timeout=REQUEST_TIMEOUT)
-            if token:
-                kwargs['_continue'] = token
-            if namespace:
-                page = batch.list_namespaced_job(namespace, **kwargs)
-            else:
-                page = batch.list_job_for_all_namespaces(**kwargs)
-            jobs.extend(sanitize(item) for item in page.items or [])
-            token = page.metadata._continue if page.metadata else None
-            if not token:
-                break
+    for namespace in namespaces or [None]:  # None: /apis/batch/v1/jobs, the Jobs of every namespace
+        jobs.extend(cluster.items(path('batch/v1', 'jobs', namespace), labelSelector=label))
     return jobs
 
 

@@ -1,41 +1,98 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for the APIService check of plugins/module_utils/verify.py: pure logic on the
-kubernetes client's own models (the check against the real aggregator is tests/reliability/test_faults.py)."""
+"""Unit tests for plugins/module_utils/verify.py: pure logic on objects as the API returns them (camelCase JSON
+dicts, what the cluster layer module_utils/kueue_cluster.py gives), read through a fake Cluster (the check against
+the real aggregator is tests/reliability/test_faults.py)."""
 
-from kubernetes import client
+import base64
+import gzip
+import json
+
+import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils import verify
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+
+APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
 
 
 def apiservice(name, namespace="kueue-system", condition=None):
-    status = client.V1APIServiceStatus(conditions=[condition] if condition else None)
-    service = client.ApiregistrationV1ServiceReference(name="kueue-visibility-server", namespace=namespace,
-                                                       port=443) if namespace else None
-    return client.V1APIService(metadata=client.V1ObjectMeta(name=name), status=status,
-                               spec=client.V1APIServiceSpec(group_priority_minimum=100, version_priority=100,
-                                                            service=service))
+    spec = {"groupPriorityMinimum": 100, "versionPriority": 100}
+    if namespace:
+        spec["service"] = {"name": "kueue-visibility-server", "namespace": namespace, "port": 443}
+    out = {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": name},
+           "spec": spec, "status": {}}
+    if condition:
+        out["status"]["conditions"] = [condition]
+    return out
 
 
 def available(status, reason=None, message=None):
-    return client.V1APIServiceCondition(type="Available", status=status, reason=reason, message=message)
+    cond = {"type": "Available", "status": status}
+    if reason is not None:
+        cond["reason"] = reason
+    if message is not None:
+        cond["message"] = message
+    return cond
 
 
-class FakeRegistration:
-    def __init__(self, items):
-        self.items = items
+class FakeCluster:
+    """The reads of kueue_cluster.Cluster that verify uses, on canned collections by path; records the queries."""
 
-    def list_api_service(self):
-        return client.V1APIServiceList(items=self.items)
+    def __init__(self, collections=None, objects=None):
+        self.collections = collections or {}
+        self.objects = objects or {}
+        self.queries = []
+
+    def items(self, api_path, timeout=None, **query):
+        self.queries.append((api_path, query))
+        found = self.collections[api_path]
+        if isinstance(found, Exception):
+            raise found
+        return list(found)
+
+    def get(self, api_path, timeout=None, **query):
+        self.queries.append((api_path, query))
+        return self.objects.get(api_path)
+
+    def create(self, api_path, body, timeout=None, **query):
+        self.queries.append((api_path, dict(query, body=body)))
+        if isinstance(self.objects.get(api_path), Exception):
+            raise self.objects[api_path]
+        return body
+
+    def list(self, api_path, timeout=None, **query):
+        return self.items(api_path, timeout=timeout, **query), "42"
+
+    def watch(self, api_path, resource_version, timeout_seconds, **query):
+        self.queries.append((api_path, dict(query, watch=(resource_version, timeout_seconds))))
+        try:
+            for event in self.events:
+                yield event
+        finally:
+            self.watch_closed = True
+
+    def deployment(self, namespace, name, timeout=None):
+        found = self.objects.get("/apis/apps/v1/namespaces/%s/deployments/%s" % (namespace, name))
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+
+def verifier_on(cluster, namespace="kueue-system"):
+    verifier = verify.Verifier(None, namespace=namespace)
+    verifier.cluster = cluster
+    return verifier
 
 
 def test_only_the_apiservices_served_from_the_namespace_count():
-    reg = FakeRegistration([
+    cluster = FakeCluster({APISERVICES: [
         apiservice("v1beta2.visibility.kueue.x-k8s.io"), apiservice("v1beta1.visibility.kueue.x-k8s.io"),
-        apiservice("v1beta1.metrics.k8s.io", namespace="kube-system"), apiservice("v1.apps", namespace=None)])
-    assert [a.metadata.name for a in verify.kueue_apiservices(reg, "kueue-system")] == [
+        apiservice("v1beta1.metrics.k8s.io", namespace="kube-system"), apiservice("v1.apps", namespace=None)]})
+    assert [a["metadata"]["name"] for a in verify.kueue_apiservices(cluster, "kueue-system")] == [
         "v1beta1.visibility.kueue.x-k8s.io", "v1beta2.visibility.kueue.x-k8s.io"]
-    assert verify.kueue_apiservices(reg, "other") == []
+    assert verify.kueue_apiservices(cluster, "other") == []
+    assert cluster.queries == [(APISERVICES, {}), (APISERVICES, {})]
 
 
 def test_apiservice_check_names_reason_and_message():
@@ -53,10 +110,246 @@ def test_apiservice_check_names_reason_and_message():
                               "reason": "FailedDiscoveryCheck"}
     unchecked = verify.apiservice_check(apiservice("v1beta1.visibility.kueue.x-k8s.io"))
     assert unchecked.ok is False and unchecked.reason.startswith("no Available condition yet")
+    assert unchecked.details == {"service": "kueue-system/kueue-visibility-server", "status": None, "reason": None}
+    bare = verify.apiservice_check(apiservice("v1beta1.visibility.kueue.x-k8s.io", condition=available("Unknown")))
+    assert bare.reason == ("Available=Unknown (no reason): no message (Service kueue-system/kueue-visibility-server)")
 
 
 def test_no_apiservice_passes():
-    verifier = verify.Verifier.__new__(verify.Verifier)
-    verifier.ns, verifier.reg = "kueue-system", FakeRegistration([])
+    verifier = verifier_on(FakeCluster({APISERVICES: []}))
     assert [c.as_dict() for c in verifier.check_apiservices()] == [
         {"name": "apiservices", "ok": True, "reason": "no APIService is served from namespace kueue-system"}]
+
+
+def test_verifier_builds_one_cluster_on_the_api_client():
+    api_client = object()
+    verifier = verify.Verifier(api_client, namespace="ns", webhook_probe=False)
+    assert verifier.api_client is api_client and verifier.cluster.api_client is api_client
+    assert (verifier.ns, verifier.install_method, verifier.release_name) == ("ns", "helm", "kueue")
+
+
+# ------------------------------------------------------------------ deployments
+DEPLOYMENTS = "/apis/apps/v1/namespaces/kueue-system/deployments/"
+PODS = "/api/v1/namespaces/kueue-system/pods"
+
+
+def deployment(replicas, ready=None, available_replicas=None):
+    status = {}
+    if ready is not None:
+        status["readyReplicas"] = ready
+    if available_replicas is not None:
+        status["availableReplicas"] = available_replicas
+    return {"metadata": {"name": "kueue-controller-manager"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"control-plane": "controller-manager",
+                                                                        "app": "kueue"}}},
+            "status": status}
+
+
+def test_check_deployments_counts_ready_and_available():
+    cluster = FakeCluster(objects={DEPLOYMENTS + "kueue-controller-manager": deployment(2, 2, 2)})
+    assert [c.as_dict() for c in verifier_on(cluster).check_deployments()] == [
+        {"name": "deployment/kueue-controller-manager", "ok": True, "reason": "2/2 ready, 2 available",
+         "details": {"ready": 2, "replicas": 2, "available": 2}}]
+
+
+def test_check_deployments_missing_and_unreadable():
+    verifier = verifier_on(FakeCluster(objects={
+        DEPLOYMENTS + "kueue-extension": ApiException(status=403, reason="Forbidden")}))
+    verifier.install_method = "extension"
+    checks = verifier.check_deployments()
+    assert [(c.name, c.ok) for c in checks] == [
+        ("deployment/kueue-controller-manager", False), ("deployment/kueue-extension", False)]
+    assert checks[0].reason == "not found in namespace kueue-system"
+    assert "403" in checks[1].reason and "Forbidden" in checks[1].reason
+
+
+def test_unready_deployment_names_what_its_pods_wait_for():
+    pods = [
+        {"metadata": {"name": "m-1"}, "status": {"phase": "Pending", "containerStatuses": [
+            {"name": "manager", "ready": False, "restartCount": 0,
+             "state": {"waiting": {"reason": "ImagePullBackOff", "message": "no such image"}}}]}},
+        {"metadata": {"name": "m-2"}, "status": {"phase": "Running", "containerStatuses": [
+            {"name": "manager", "ready": False, "restartCount": 3, "state": {"running": {}}}]}},
+        {"metadata": {"name": "m-3"}, "status": {"phase": "Pending", "containerStatuses": [
+            {"name": "manager", "ready": False, "state": {"waiting": {}}}]}},
+        {"metadata": {"name": "m-4"}, "status": {"phase": "Pending"}},
+    ]
+    cluster = FakeCluster({PODS: pods}, {DEPLOYMENTS + "kueue-controller-manager": deployment(1)})
+    [check] = verifier_on(cluster).check_deployments()
+    assert check.ok is False
+    assert check.reason == ("0/1 ready, 0 available; m-1: ImagePullBackOff no such image; "
+                            "m-2: container manager not ready (restarts 3); m-3:; m-4: Pending")
+    assert cluster.queries == [(PODS, {"labelSelector": "app=kueue,control-plane=controller-manager"})]
+
+
+def test_unready_deployment_without_pods_or_with_unreadable_pods():
+    cluster = FakeCluster({PODS: []}, {DEPLOYMENTS + "kueue-controller-manager": deployment(None)})
+    [check] = verifier_on(cluster).check_deployments()
+    assert check.reason == "0/1 ready, 0 available; no pods match app=kueue,control-plane=controller-manager"
+    cluster.collections[PODS] = ApiException(status=403)
+    [check] = verifier_on(cluster).check_deployments()
+    assert check.reason == "0/1 ready, 0 available"
+
+
+def test_detect_method_by_the_extension_deployment():
+    assert verifier_on(FakeCluster()).detect_method() == "helm"
+    found = FakeCluster(objects={DEPLOYMENTS + "kueue-extension": {"metadata": {"name": "kueue-extension"}}})
+    assert verifier_on(found).detect_method() == "extension"
+    with pytest.raises(ApiException):
+        verifier_on(FakeCluster(objects={DEPLOYMENTS + "kueue-extension": ApiException(status=500)})).detect_method()
+
+
+# ------------------------------------------------------------------ CRDs, webhooks, discovery
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def crd(plural, group=verify.GROUP, established="True"):
+    return {"metadata": {"name": "%s.%s" % (plural, group)}, "spec": {"group": group},
+            "status": {"conditions": [{"type": "NamesAccepted", "status": "True"},
+                                      {"type": "Established", "status": established}]}}
+
+
+def test_check_crds_missing_and_not_established():
+    verifier = verifier_on(FakeCluster({CRDS: [crd("clusterqueues"), crd("localqueues", established="False"),
+                                               crd("widgets", group="example.com")]}))
+    verifier.expected_crds = ("clusterqueues", "localqueues", "workloads")
+    [check] = verifier.check_crds()
+    assert check.as_dict() == {"name": "crds", "ok": False,
+                               "reason": "missing: workloads; not Established: localqueues",
+                               "details": {"present": ["clusterqueues", "localqueues"]}}
+    verifier.expected_crds = ("clusterqueues",)
+    assert verifier.check_crds()[0].reason == "1 CRDs established"
+
+
+def webhook_config(name, namespace, ca=True):
+    client_config = {"service": {"namespace": namespace, "name": "kueue-webhook-service"}}
+    if ca:
+        client_config["caBundle"] = "Q0E="
+    return {"metadata": {"name": name}, "webhooks": [{"name": "w", "clientConfig": client_config}]}
+
+
+def test_check_webhooks_needs_a_ca_bundle_on_the_namespaces_configurations():
+    validating = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+    mutating = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+    url_only = {"metadata": {"name": "by-url"}, "webhooks": [{"name": "u", "clientConfig": {"url": "https://x"}}]}
+    cluster = FakeCluster({validating: [webhook_config("kueue-v", "kueue-system"), url_only,
+                                        webhook_config("other", "elsewhere", ca=False)],
+                           mutating: [webhook_config("kueue-m", "kueue-system", ca=False)]})
+    verifier = verifier_on(cluster)
+    verifier.webhook_probe = False
+    assert [c.as_dict() for c in verifier.check_webhooks()] == [{
+        "name": "webhook-configurations", "ok": False,
+        "reason": "without a CA bundle: kueue-m (the manager has not injected its certificate yet)"}]
+    cluster.collections[mutating] = [webhook_config("kueue-m", "kueue-system")]
+    assert verifier.check_webhooks()[0].reason == "2 configurations with CA bundles"
+    elsewhere = verifier_on(cluster, "nothing-here")
+    elsewhere.webhook_probe = False
+    assert [c.as_dict() for c in elsewhere.check_webhooks()] == [{
+        "name": "webhook-configurations", "ok": False,
+        "reason": "no webhook configuration points at a service in nothing-here"}]
+
+
+def test_webhook_probe_is_a_dry_run_create_of_a_cluster_queue():
+    clusterqueues = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
+    cluster = FakeCluster(objects={"/apis": {"groups": []}})
+    check = verifier_on(cluster).probe_webhook()
+    assert check.as_dict() == {"name": "webhook-roundtrip", "ok": True,
+                               "reason": "dry-run ClusterQueue admitted through Kueue's webhooks"}
+    assert cluster.queries[-1] == (clusterqueues, {"dryRun": "All", "body": {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": verify.PROBE_NAME},
+        "spec": {"namespaceSelector": {}}}})
+    cluster.objects[clusterqueues] = ApiException(status=409, reason="Conflict")
+    assert verifier_on(cluster).probe_webhook().as_dict() == {
+        "name": "webhook-roundtrip", "ok": True, "reason": "a ClusterQueue named %s already exists" % verify.PROBE_NAME}
+    cluster.objects[clusterqueues] = ApiException(status=500, reason="Internal Server Error")
+    failed = verifier_on(cluster).probe_webhook()
+    assert failed.ok is False and failed.reason.startswith("dry-run create of a ClusterQueue failed: ")
+
+
+def test_served_version_prefers_v1beta2():
+    def groups(*versions, preferred):
+        return {"groups": [{"name": "apps", "versions": [{"version": "v1"}], "preferredVersion": {"version": "v1"}},
+                           {"name": verify.GROUP, "versions": [{"version": v} for v in versions],
+                            "preferredVersion": {"version": preferred}}]}
+    assert verifier_on(FakeCluster(objects={"/apis": groups("v1beta1", "v1beta2", preferred="v1beta1")})) \
+        .served_version() == "v1beta2"
+    assert verifier_on(FakeCluster(objects={"/apis": groups("v1beta1", "v1alpha1", preferred="v1beta1")})) \
+        .served_version() == "v1beta1"
+    assert verifier_on(FakeCluster(objects={"/apis": {"groups": []}})).served_version() == "v1beta2"
+    assert verifier_on(FakeCluster()).served_version() == "v1beta2"
+
+
+# ------------------------------------------------------------------ Helm's storage
+SECRETS = "/api/v1/namespaces/kueue-system/secrets"
+
+
+def helm_secret(name, version, status, chart=None):
+    out = {"metadata": {"name": "sh.helm.release.v1.%s.v%s" % (name, version),
+                        "labels": {"owner": "helm", "name": name, "version": str(version), "status": status}}}
+    if chart is not None:
+        release = {"name": name, "chart": {"metadata": chart}}
+        blob = base64.b64encode(gzip.compress(json.dumps(release).encode()))
+        out["data"] = {"release": base64.b64encode(blob).decode()}
+    return out
+
+
+def test_helm_releases_takes_the_latest_revision_of_each_release():
+    cluster = FakeCluster({SECRETS: [
+        helm_secret("kueue", 1, "superseded", {"name": "kueue", "version": "0.13.0", "appVersion": "v0.13.0"}),
+        helm_secret("kueue", 2, "deployed", {"name": "kueue", "version": "0.14.1", "appVersion": "v0.14.1"}),
+        helm_secret("broken", "x", "deployed"),
+        helm_secret("aaa", 3, "failed"),
+    ]})
+    assert verify.helm_releases(cluster, "kueue-system") == [
+        {"name": "aaa", "namespace": "kueue-system", "revision": 3, "status": "failed", "chart": None,
+         "chart_version": None, "app_version": None},
+        {"name": "kueue", "namespace": "kueue-system", "revision": 2, "status": "deployed", "chart": "kueue",
+         "chart_version": "0.14.1", "app_version": "v0.14.1"}]
+    assert cluster.queries == [(SECRETS, {"labelSelector": "owner=helm", "limit": 500})]
+
+
+def test_check_helm_release_reads_the_latest_revision():
+    cluster = FakeCluster({SECRETS: [
+        helm_secret("kueue", 1, "superseded", {"name": "kueue", "version": "0.13.0", "appVersion": "v0.13.0"}),
+        helm_secret("kueue", 2, "deployed", {"name": "kueue", "version": "0.14.1", "appVersion": "v0.14.1"})]})
+    verifier = verifier_on(cluster)
+    verifier.release_name = "kueue"
+    assert [c.as_dict() for c in verifier.check_helm_release()] == [{
+        "name": "helm-release", "ok": True, "reason": "revision 2 is deployed",
+        "details": {"revision": 2, "status": "deployed", "chart_version": "0.14.1", "app_version": "v0.14.1"}}]
+    assert cluster.queries == [(SECRETS, {"labelSelector": "owner=helm,name=kueue"})]
+    cluster.collections[SECRETS] = []
+    assert verifier.check_helm_release()[0].reason == "no Helm release 'kueue' in namespace kueue-system"
+    cluster.collections[SECRETS] = ApiException(status=403, reason="Forbidden")
+    failed = verifier.check_helm_release()[0]
+    assert failed.ok is False and failed.reason.startswith("cannot read Helm's release records: ")
+
+
+# ------------------------------------------------------------------ queues, waiting
+def test_queue_status_reads_cluster_queues_and_the_local_queues_of_every_namespace():
+    cq = {"metadata": {"name": "team-a"}, "spec": {"cohortName": "research", "resourceGroups": [{"flavors": [
+        {"name": "on-demand", "resources": [{"name": "cpu", "nominalQuota": "32"}]}]}]},
+          "status": {"pendingWorkloads": 1, "admittedWorkloads": 2,
+                     "conditions": [{"type": "Active", "status": "True", "reason": "Ready"}],
+                     "flavorsUsage": [{"name": "on-demand", "resources": [{"name": "cpu", "total": "4"}]}]}}
+    lqs = [{"metadata": {"name": "q", "namespace": ns}, "spec": {"clusterQueue": "team-a"}, "status": {}}
+           for ns in ("b", "a")]
+    cluster = FakeCluster({"/apis/kueue.x-k8s.io/v1beta2/clusterqueues": [cq],
+                           "/apis/kueue.x-k8s.io/v1beta2/localqueues": lqs}, {"/apis": {"groups": []}})
+    assert verifier_on(cluster).queue_status() == {
+        "cluster_queues": [{"name": "team-a", "active": True, "reason": "Ready", "pending": 1, "admitted": 2,
+                            "cohort": "research", "flavors": [{"name": "on-demand", "resources": [
+                                {"name": "cpu", "nominal": "32", "used": "4"}]}]}],
+        "local_queues": [{"name": "q", "namespace": ns, "cluster_queue": "team-a", "active": False, "pending": 0,
+                          "admitted": 0} for ns in ("a", "b")]}
+    cluster.collections["/apis/kueue.x-k8s.io/v1beta2/localqueues"] = ApiException(status=404)
+    assert verifier_on(cluster).queue_status() == {"cluster_queues": [], "local_queues": []}
+
+
+def test_wait_for_change_watches_the_deployments_from_the_lists_version():
+    deployments = "/apis/apps/v1/namespaces/kueue-system/deployments"
+    cluster = FakeCluster({deployments: []})
+    cluster.events = [{"type": "MODIFIED", "object": {}}, {"type": "MODIFIED", "object": {}}]
+    verifier_on(cluster)._wait_for_change(7.5)
+    assert cluster.queries == [(deployments, {}), (deployments, {"watch": ("42", 7.5)})]
+    assert cluster.watch_closed is True  # the watch request ends with the first event
