@@ -83,7 +83,6 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 
 
-
 def classify(job):
     """'suspended', 'running' or 'finished' for a Job as a dict (API field names)."""
     for cond in ((job.get('status') or {}).get('conditions') or []):
