@@ -272,12 +272,7 @@ class QueueEngine:
 
     def detect_aks_extension(self, namespace):
         """The AKS managed extension runs a ``kueue-extension`` Deployment next to Kueue."""
-        try:
-            return self.cluster.deployment(namespace, 'kueue-extension') is not None
-        except ApiException as exc:
-            if exc.status == 403:
-                return False
-            raise
+        return self.cluster.extension_running(namespace)
 
     # ------------------------------------------------------------- reads
     def _list(self, kind):

@@ -46,7 +46,7 @@ except ImportError:  # pragma: no cover - the module reports the missing library
     yaml = None
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, manager_container, path
 
 GROUP = q.GROUP
 FORMAT = 'kueueops.aks/kueue_backup/v1'
@@ -646,12 +646,7 @@ class Exporter:
         return self.cluster.get(path('v1', 'secrets', namespace, name))
 
     def detect_aks_extension(self):
-        try:
-            return self.cluster.deployment(self.ns, 'kueue-extension') is not None
-        except ApiException as exc:
-            if exc.status == 403:
-                return False
-            raise
+        return self.cluster.extension_running(self.ns)
 
     def manager_image(self):
         try:
@@ -660,9 +655,7 @@ class Exporter:
             if exc.status == 403:
                 return None
             raise
-        containers = ((((dep or {}).get('spec') or {}).get('template') or {}).get('spec') or {}).get('containers') or []
-        chosen = [c for c in containers if c.get('name') == 'manager'] or containers
-        return chosen[0].get('image') if chosen else None
+        return (manager_container(dep) or {}).get('image')
 
 
 def snapshot(exporter, include_secrets, include_aks_managed, aks_extension):

@@ -510,8 +510,9 @@ def check_connection(api_client):
     """Return the server's ``gitVersion``; raise ``KueueOpsError`` if it cannot be reached."""
     host = api_client.configuration.host
     try:
-        # JSON, not a typed model: typed models of some client versions reject servers that omit fields.
-        return (Cluster(api_client, timeout=(10, 30)).get('/version') or {}).get('gitVersion')
+        # JSON, not a typed model: typed models of some client versions reject servers that omit fields. request, not
+        # get: a 404 (no Kubernetes API at that URL) is an error, as it was.
+        return (Cluster(api_client, timeout=(10, 30)).request('GET', '/version') or {}).get('gitVersion')
     except Exception as exc:  # pylint: disable=broad-except
         raise describe_kube_error(exc, host=host)
 

@@ -26,10 +26,7 @@ import json
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 
-try:
-    from urllib.parse import quote, urlencode
-except ImportError:  # pragma: no cover - Python 2 is not supported
-    quote = urlencode = None
+from urllib.parse import quote, urlencode
 
 REQUEST_TIMEOUT = 60  # seconds, per request, unless the call gives its own
 PAGE_SIZE = 500
@@ -38,11 +35,16 @@ MERGE_PATCH = 'application/merge-patch+json'
 JSON = 'application/json'
 
 
+def _root(api_version):
+    """Where ``api_version`` is served: ``/api/v1`` for the core group, ``/apis/<group>/<version>`` else."""
+    return '/api/v1' if api_version == 'v1' else '/apis/' + api_version
+
+
 def path(api_version, plural, namespace=None, name=None, subresource=None):
     """The REST path of a collection or an object: ``path('v1', 'namespaces', name='x')`` is
     ``/api/v1/namespaces/x``, ``path('apps/v1', 'deployments', 'ns', 'd')`` is
     ``/apis/apps/v1/namespaces/ns/deployments/d``."""
-    parts = ['/api/v1' if api_version == 'v1' else '/apis/' + api_version]
+    parts = [_root(api_version)]
     if namespace:
         parts += ['namespaces', quote(namespace, safe='')]
     parts.append(plural)
@@ -141,8 +143,7 @@ class Cluster:
     def served(self, group_version, timeout=None):
         """The resource names (plurals, subresources) that ``group_version`` serves, or None when it is not
         served (404). API discovery, as ``kubectl api-resources`` reads it."""
-        base = '/api/v1' if group_version == 'v1' else '/apis/' + group_version
-        found = self.get(base, timeout=timeout)
+        found = self.get(_root(group_version), timeout=timeout)
         if found is None:
             return None
         return set(r.get('name') for r in found.get('resources') or [])
@@ -150,6 +151,16 @@ class Cluster:
     def deployment(self, namespace, name, timeout=None):
         """The Deployment ``namespace/name``, or None when it does not exist."""
         return self.get(path('apps/v1', 'deployments', namespace, name), timeout=timeout)
+
+    def extension_running(self, namespace):
+        """Whether the AKS managed extension runs in ``namespace``: its ``kueue-extension`` Deployment next to
+        Kueue. A 403 (the Deployment may not be read) is no."""
+        try:
+            return self.deployment(namespace, 'kueue-extension') is not None
+        except ApiException as exc:
+            if exc.status == 403:
+                return False
+            raise
 
     # ----------------------------------------------------------------- writes
     def create(self, api_path, body, timeout=None, **query):
@@ -209,6 +220,15 @@ class Cluster:
             if not ended:
                 response.close()  # left half-read: the connection must not go back to the pool
             response.release_conn()
+
+
+def manager_container(deployment):
+    """The manager container (a dict) of a Kueue controller-manager Deployment: the one named ``manager``, else the
+    first; None for no Deployment or no container."""
+    spec = (((deployment or {}).get('spec') or {}).get('template') or {}).get('spec') or {}
+    containers = spec.get('containers') or []
+    chosen = [c for c in containers if c.get('name') == 'manager'] or containers
+    return chosen[0] if chosen else None
 
 
 def _with_groups(headers, api_client):

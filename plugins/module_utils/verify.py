@@ -16,7 +16,7 @@ import time
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import api_exception_message
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, manager_container, path
 
 GROUP = "kueue.x-k8s.io"
 DEFAULT_CRDS = (
@@ -233,8 +233,8 @@ class Verifier:
         # request, not get: a missing object is the ApiException (404) the caller reports.
         dep = self.cluster.request("GET", path("apps/v1", "deployments", self.ns, "kueue-controller-manager"))
         pod_spec = dep["spec"]["template"]["spec"]
-        container = [c for c in pod_spec["containers"] if c.get("name") == "manager"] or pod_spec["containers"]
-        args = container[0].get("args") or []
+        container = manager_container(dep)
+        args = container.get("args") or []
         cm_name = None
         for vol in pod_spec.get("volumes") or []:
             if vol.get("configMap") is not None:
@@ -243,7 +243,7 @@ class Verifier:
         if cm_name:
             cm = self.cluster.request("GET", path("v1", "configmaps", self.ns, cm_name))
             config_yaml = (cm.get("data") or {}).get("controller_manager_config.yaml", "")
-        return args, config_yaml, container[0].get("image")
+        return args, config_yaml, container.get("image")
 
     # ---------------------------------------------------------------- queues
     def queue_status(self):

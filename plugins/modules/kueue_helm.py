@@ -450,10 +450,8 @@ class KueueHelm:
     def count_kueue_objects(self):
         counts = {}
         try:
-            discovery = self.cluster.get("/apis")
+            discovery = self.cluster.request("GET", "/apis")  # a 404 raises too, as the typed call did
         except ApiException:
-            return counts
-        if discovery is None:  # a 404, which the typed call raised
             return counts
         versions = [g["preferredVersion"]["version"] for g in discovery.get("groups") or [] if g["name"] == GROUP]
         if not versions:

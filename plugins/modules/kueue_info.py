@@ -198,7 +198,7 @@ def gather(api_client, namespace, release_name):
         for (ns, name), users in sorted(b.multikueue_secret_refs(objects.get('MultiKueueCluster', []),
                                                                  namespace).items()):
             secrets.append({'namespace': ns, 'name': name, 'clusters': users,
-                            'exists': namespace_exists and _secret_exists(cluster, ns, name)})
+                            'exists': namespace_exists and exporter.read_secret(ns, name) is not None})
         workloads = b.workload_counts(exporter.list_workloads(), raw_queues.get('LocalQueue', []),
                                       raw_queues.get('ClusterQueue', []))
     image = exporter.manager_image() if namespace_exists else None
@@ -219,11 +219,6 @@ def gather(api_client, namespace, release_name):
         'multikueue_secrets': secrets,
         'workloads': workloads,
     }
-
-
-def _secret_exists(cluster, namespace, name):
-    """Whether the Secret exists (only whether it was found is used; the data is never returned)."""
-    return cluster.get(path('v1', 'secrets', namespace, name)) is not None
 
 
 def main():

@@ -227,3 +227,26 @@ def test_watch_error_event_and_status_are_raised():
     with pytest.raises(ApiException) as caught:
         list(kc.Cluster(Client(rest)).watch("/api/v1/namespaces", "1", 5))
     assert caught.value.status == 403
+
+
+def test_extension_running_reads_the_kueue_extension_deployment_and_takes_403_as_no():
+    rest = Rest([(200, {"kind": "Deployment"}), (404, {"kind": "Status"}), (403, {"kind": "Status"}),
+                 (500, {"kind": "Status"})], unread=True)
+    cluster = kc.Cluster(Client(rest))
+    assert cluster.extension_running("kueue-system") is True
+    assert cluster.extension_running("kueue-system") is False
+    assert cluster.extension_running("kueue-system") is False
+    with pytest.raises(ApiException):
+        cluster.extension_running("kueue-system")
+    assert rest.calls[0]["url"].endswith("/apis/apps/v1/namespaces/kueue-system/deployments/kueue-extension")
+
+
+@pytest.mark.parametrize("containers, expected", [
+    ([{"name": "kube-rbac-proxy", "image": "p"}, {"name": "manager", "image": "m"}], "m"),
+    ([{"name": "other", "image": "o"}], "o"),
+    ([], None),
+])
+def test_manager_container(containers, expected):
+    dep = {"spec": {"template": {"spec": {"containers": containers}}}}
+    assert (kc.manager_container(dep) or {}).get("image") == expected
+    assert kc.manager_container(None) is None
