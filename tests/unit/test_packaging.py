@@ -22,6 +22,10 @@ LOCAL = {name[:-3] if name.endswith('.py') else name for name in os.listdir(ROOT
 PROBE = os.path.join(ROOT, '.run-packaging-probe-%d' % os.getpid())
 # The plays tests/integration/ansible.py writes for one run sit beside the shipped targets while other tests run.
 PLAY_PROBE = os.path.join(ROOT, 'tests', 'integration', 'play-packaging-probe-%d.yml' % os.getpid())
+# The copy hack/venv.sh makes of a cached venv beside its destination (.venv-compat.tmp.<pid>) while the sanity job
+# builds the tarball (hack/test.sh starts both at once): a build that listed it walked a venv that was then renamed,
+# and failed (CI, session 8).
+VENV_PROBE = os.path.join(ROOT, '.venv-compat.tmp.%d' % os.getpid())
 
 
 @pytest.fixture(scope='module')
@@ -29,9 +33,12 @@ def shipped(tmp_path_factory):
     out = tmp_path_factory.mktemp('build')
     galaxy = os.path.join(os.path.dirname(sys.executable), 'ansible-galaxy')
     os.makedirs(PROBE, exist_ok=True)
+    os.makedirs(VENV_PROBE, exist_ok=True)
     try:
         with open(os.path.join(PROBE, 'admin.kubeconfig'), 'w') as probe:
             probe.write('probe: a run folder must never be shipped\n')
+        with open(os.path.join(VENV_PROBE, 'pyvenv.cfg'), 'w') as probe:
+            probe.write('probe: a venv being copied must never be shipped\n')
         with open(PLAY_PROBE, 'w') as probe:
             probe.write('[]\n')
         subprocess.run([galaxy, 'collection', 'build', ROOT, '--output-path', str(out)], check=True,
@@ -39,6 +46,8 @@ def shipped(tmp_path_factory):
     finally:
         os.remove(os.path.join(PROBE, 'admin.kubeconfig'))
         os.rmdir(PROBE)
+        os.remove(os.path.join(VENV_PROBE, 'pyvenv.cfg'))
+        os.rmdir(VENV_PROBE)
         os.remove(PLAY_PROBE)
     (tarball,) = [p for p in os.listdir(out) if p.endswith('.tar.gz')]
     with tarfile.open(str(out / tarball)) as tar:
