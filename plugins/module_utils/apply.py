@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
+from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
@@ -174,7 +175,7 @@ class ApplyInterrupted(KueueOpsError):
         for ref in refs:
             name = ('%s/%s' % (ref['namespace'], ref['name'])) if ref.get('namespace') else ref['name']
             by_kind.setdefault(ref['kind'], []).append(name)
-        order = ['Namespace'] + list(q.KIND_ORDER)
+        order = ['Namespace'] + list(api.KIND_ORDER)
         kinds = sorted(by_kind, key=lambda k: order.index(k) if k in order else len(order))
         return ', '.join('%s x%d (%s)' % (kind, len(by_kind[kind]), ', '.join(cls._names(by_kind[kind])))
                          for kind in kinds)
@@ -251,18 +252,18 @@ class QueueEngine:
         """kind -> served version, v1beta2 preferred (v1alpha1 only for the kinds older Kueue served
         there: Topology on Kueue 0.13). Raises KueueOpsError if Kueue is not served."""
         served = {}
-        for version in (q.ALPHA,) + tuple(reversed(q.VERSIONS)):  # v1alpha1, v1beta1, v1beta2 overrides
-            names = self.cluster.served('%s/%s' % (q.GROUP, version))
+        for version in (api.ALPHA,) + tuple(reversed(api.VERSIONS)):  # v1alpha1, v1beta1, v1beta2 overrides
+            names = self.cluster.served('%s/%s' % (api.GROUP, version))
             if names is None:
                 continue
-            for kind in (q.ALPHA_KINDS if version == q.ALPHA else q.KUEUE_KINDS):
-                if q.PLURALS[kind] in names:
+            for kind in (api.ALPHA_KINDS if version == api.ALPHA else api.KUEUE_KINDS):
+                if api.PLURALS[kind] in names:
                     served[kind] = version
         if not served:
-            raise KueueOpsError('the cluster does not serve the %s API group (v1beta2 or v1beta1)' % q.GROUP,
+            raise KueueOpsError('the cluster does not serve the %s API group (v1beta2 or v1beta1)' % api.GROUP,
                                 field='resources', fix='install Kueue first (kueueops.aks.kueue_helm) and check '
                                                        'that its CRDs are established (kueueops.aks.kueue_verify)')
-        served.update(q.CORE_KINDS)
+        served.update(api.CORE_KINDS)
         self.served = served
         return served
 
@@ -277,21 +278,21 @@ class QueueEngine:
     # ------------------------------------------------------------- reads
     def _list(self, kind):
         version = self.version_of(kind)
-        items = self.cluster.items(path('%s/%s' % (q.GROUP, version), q.PLURALS[kind]))
+        items = self.cluster.items(path('%s/%s' % (api.GROUP, version), api.PLURALS[kind]))
         for item in items:
-            item.setdefault('apiVersion', '%s/%s' % (q.GROUP, version))
+            item.setdefault('apiVersion', '%s/%s' % (api.GROUP, version))
             item.setdefault('kind', kind)
         return items
 
     def list_live(self, kinds=None):
         """kind -> {key: live object} for every served Kueue kind (or ``kinds``). Secrets are
         never listed; ``get_secrets`` reads the few a run needs."""
-        kinds = [k for k in (kinds or q.KUEUE_KINDS) if k in self.served and k not in q.CORE_KINDS]
+        kinds = [k for k in (kinds or api.KUEUE_KINDS) if k in self.served and k not in api.CORE_KINDS]
         live = {}
         for kind, items, exc in self._map(self._list, kinds):
             if exc is not None:
                 raise exc
-            live[kind] = dict((q.obj_key(item), item) for item in items)
+            live[kind] = dict((api.obj_key(item), item) for item in items)
         return live
 
     def list_namespaces(self):
@@ -313,7 +314,7 @@ class QueueEngine:
         """The REST path of a Kueue object (or a Secret) of ``kind`` at the version the cluster serves."""
         if kind == 'Secret':
             return path('v1', 'secrets', namespace, name)
-        return path('%s/%s' % (q.GROUP, self.version_of(kind)), q.PLURALS[kind], namespace or None, name)
+        return path('%s/%s' % (api.GROUP, self.version_of(kind)), api.PLURALS[kind], namespace or None, name)
 
     def get(self, key):
         """The live object of ``key`` (Secrets too, as JSON), or None."""
@@ -323,11 +324,11 @@ class QueueEngine:
     # ------------------------------------------------------------ writes
     def server_apply(self, obj, dry_run=False, force=False, manager=None):
         """Server-side apply of ``obj``; returns the object as stored (or as it would be)."""
-        kind, namespace, name = q.obj_key(obj)
+        kind, namespace, name = api.obj_key(obj)
         if kind == 'Secret':
             api_path = path('v1', 'secrets', namespace, name)
         else:
-            api_path = path(obj['apiVersion'], q.PLURALS[kind], namespace or None, name)
+            api_path = path(obj['apiVersion'], api.PLURALS[kind], namespace or None, name)
         return self.cluster.apply(api_path, obj, manager or self.manager, force=force, dry_run=dry_run,
                                   fieldValidation='Strict')
 
@@ -338,7 +339,7 @@ class QueueEngine:
         meta = body['metadata']
         meta['generateName'] = meta.pop('name')[:40] + '-'
         meta['namespace'] = namespace
-        return self.cluster.create(path(obj['apiVersion'], q.PLURALS[obj['kind']], namespace), body, dryRun='All',
+        return self.cluster.create(path(obj['apiVersion'], api.PLURALS[obj['kind']], namespace), body, dryRun='All',
                                    fieldManager=self.manager, fieldValidation='Strict')
 
     def delete(self, key, dry_run=False):
@@ -368,7 +369,7 @@ class QueueEngine:
             substitute = sorted(namespaces)[0]
 
         def run(obj):
-            key = q.obj_key(obj)
+            key = api.obj_key(obj)
             if obj['kind'] == 'LocalQueue' and key[1] not in namespaces:
                 if substitute is None:
                     return None
@@ -386,11 +387,11 @@ class QueueEngine:
             if exc is not None and is_unreachable(exc):
                 unreachable.append((obj, exc))
             elif exc is not None:
-                problems.extend(problems_from_api_error(exc, q.obj_label(obj)))
+                problems.extend(problems_from_api_error(exc, api.obj_label(obj)))
             else:
-                results[q.obj_key(obj)] = result
+                results[api.obj_key(obj)] = result
         if unreachable:
-            raise Unreachable(unreachable[0][1], {}, [q.obj_key(o) for o, _e in unreachable])
+            raise Unreachable(unreachable[0][1], {}, [api.obj_key(o) for o, _e in unreachable])
         return results, problems
 
     def apply_kind(self, objects, force=False, expected=None):
@@ -404,7 +405,7 @@ class QueueEngine:
         expected = expected or {}
 
         def apply(obj):
-            key = q.obj_key(obj)
+            key = api.obj_key(obj)
             if key not in expected:
                 return self.server_apply(obj, force=force)
             return self._apply_locked(obj, expected[key], force)
@@ -415,15 +416,15 @@ class QueueEngine:
         cause = None
         for obj, result, exc in self._map(apply, objects):
             if isinstance(exc, ConcurrentChange):
-                problems.append(q.Problem(q.obj_label(obj), None, str(exc)))
+                problems.append(q.Problem(api.obj_label(obj), None, str(exc)))
             elif exc is not None and is_unreachable(exc):
                 if not never_sent(exc):
-                    unconfirmed.append(q.obj_key(obj))
+                    unconfirmed.append(api.obj_key(obj))
                 cause = cause or exc
             elif exc is not None:
-                problems.extend(problems_from_api_error(exc, q.obj_label(obj)))
+                problems.extend(problems_from_api_error(exc, api.obj_label(obj)))
             else:
-                stored[q.obj_key(obj)] = result
+                stored[api.obj_key(obj)] = result
         if cause is not None:
             raise Unreachable(cause, stored, unconfirmed)
         return stored, problems
@@ -433,7 +434,7 @@ class QueueEngine:
         finalizer update in between is not a change of configuration: retry on the new version.
         When the configuration now already is what this run wants (two runs with the same
         input), that is success. Otherwise the other writer's version stays and the run says so."""
-        key = q.obj_key(obj)
+        key = api.obj_key(obj)
         for _attempt in range(attempts):
             locked = copy.deepcopy(obj)
             locked['metadata']['resourceVersion'] = read['metadata']['resourceVersion']
@@ -459,7 +460,7 @@ class QueueEngine:
 
     def drain(self, key):
         """Set stopPolicy HoldAndDrain on a ClusterQueue (own field manager, forced)."""
-        body = {'apiVersion': '%s/%s' % (q.GROUP, self.version_of(key[0])), 'kind': key[0],
+        body = {'apiVersion': '%s/%s' % (api.GROUP, self.version_of(key[0])), 'kind': key[0],
                 'metadata': {'name': key[2]}, 'spec': {'stopPolicy': 'HoldAndDrain'}}
         self.server_apply(body, force=True, manager=DRAIN_MANAGER)
 
@@ -517,7 +518,7 @@ class QueueEngine:
             items, rv = self.cluster.list(collection)
             for item in items:
                 item.setdefault('kind', kind)
-                key = q.obj_key(item)
+                key = api.obj_key(item)
                 if key in keys:
                     state[key] = q.active_state(item)
             pending = self._pending(keys, state)
@@ -531,7 +532,7 @@ class QueueEngine:
                     if not isinstance(item, dict) or event.get('type') not in ('ADDED', 'MODIFIED'):
                         continue
                     item.setdefault('kind', kind)
-                    key = q.obj_key(item)
+                    key = api.obj_key(item)
                     if key in keys:
                         state[key] = q.active_state(item)
                         if not self._pending(keys, state):
@@ -575,13 +576,13 @@ def expected_active(objects):
             if (obj.get('spec') or {}).get('stopPolicy') in ('Hold', 'HoldAndDrain'):
                 stopped_cqs.add(obj['metadata']['name'])
             else:
-                out['ClusterQueue'].append(q.obj_key(obj))
+                out['ClusterQueue'].append(api.obj_key(obj))
     for obj in objects:
         if obj['kind'] == 'LocalQueue':
             spec = obj.get('spec') or {}
             if spec.get('stopPolicy') in ('Hold', 'HoldAndDrain') or spec.get('clusterQueue') in stopped_cqs:
                 continue
-            out['LocalQueue'].append(q.obj_key(obj))
+            out['LocalQueue'].append(api.obj_key(obj))
     return out
 
 
@@ -646,7 +647,7 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     objects = q.dependency_order(q.normalise_all(items, engine.served, problems, kueue_ns))
     masked.update(q.secret_values(objects))
     result = {
-        'api_version': '%s/%s' % (q.GROUP, engine.served.get('ClusterQueue', sorted(engine.served.values())[0])),
+        'api_version': '%s/%s' % (api.GROUP, engine.served.get('ClusterQueue', sorted(engine.served.values())[0])),
         'api_versions': dict(engine.served),
         'aks_extension': bool(aks_managed),
     }
@@ -654,8 +655,8 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
         return _run_absent(engine, objects, problems, aks_managed, check_mode, deadline, result)
 
     live = engine.list_live()
-    namespaces = engine.list_namespaces() if any(o['kind'] in q.NAMESPACED for o in objects) else set()
-    desired_keys = set(q.obj_key(o) for o in objects)
+    namespaces = engine.list_namespaces() if any(o['kind'] in api.NAMESPACED for o in objects) else set()
+    desired_keys = set(api.obj_key(o) for o in objects)
     prune_keys = q.prune_candidates(live, desired_keys, engine.manager, aks_managed) if params.get('prune') else []
     # The Secrets this run deals with: declared ones, those the declared MultiKueueClusters use, and
     # those of MultiKueueClusters being pruned (candidates for pruning themselves).
@@ -687,14 +688,14 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
         raise QueueProblems(_scrub(dry_problems, masked),
                             'server-side dry-run: CRD schema, CEL rules and Kueue webhooks')
 
-    kinds_seen = [k for k in q.KIND_ORDER if any(o['kind'] == k for o in objects) or
+    kinds_seen = [k for k in api.KIND_ORDER if any(o['kind'] == k for o in objects) or
                   any(key[0] == k for key in prune_keys)]
     counts = _counts_template(kinds_seen)
     actions = {}
     changed_objects = []
     diffs = []
     for obj in objects:
-        key = q.obj_key(obj)
+        key = api.obj_key(obj)
         current = (live.get(obj['kind']) or {}).get(key)
         if key in dry and dry[key] is None:
             action = 'created'  # namespace will be created: validated under a generated name
@@ -705,12 +706,12 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
         if action != 'unchanged':
             changed_objects.append(_ref(key, action))
             if diff:
-                diffs.append({'before_header': '%s (live)' % q.key_label(key),
-                              'after_header': '%s (applied)' % q.key_label(key),
+                diffs.append({'before_header': '%s (live)' % api.key_label(key),
+                              'after_header': '%s (applied)' % api.key_label(key),
                               'before': q.diff_view(current), 'after': q.diff_view(dry.get(key) or obj, current)})
     missing_ns = sorted(set(o['metadata']['namespace'] for o in objects
                             if o['kind'] == 'LocalQueue' and o['metadata']['namespace'] not in namespaces))
-    to_apply = [o for o in objects if actions[q.obj_key(o)] != 'unchanged']
+    to_apply = [o for o in objects if actions[api.obj_key(o)] != 'unchanged']
 
     result.update({'implicit_cohorts': q.implicit_cohorts(objects, live), 'namespaces_created': missing_ns,
                    'pruned': [], 'prune_waiting': [], 'held': [], 'not_active': []})
@@ -719,7 +720,7 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
             counts[key[0]]['pruned'] += 1
             changed_objects.append(_ref(key, 'pruned'))
             if diff:
-                diffs.append({'before_header': '%s (live)' % q.key_label(key), 'after_header': '(pruned)',
+                diffs.append({'before_header': '%s (live)' % api.key_label(key), 'after_header': '(pruned)',
                               'before': q.diff_view(live[key[0]][key]), 'after': {}})
         result['pruned'] = [_ref(k) for k in prune_keys]
         result.update(changed=bool(changed_objects or missing_ns), counts=counts, changed_objects=changed_objects)
@@ -834,7 +835,7 @@ def _write(engine, params, objects, to_apply, actions, missing_ns, prune_keys, l
                     if exc is not None:
                         if is_unreachable(exc):
                             raise Unreachable(exc, {}, [])
-                        raise QueueProblems(problems_from_api_error(exc, q.key_label(key)), 'draining %s' % kind)
+                        raise QueueProblems(problems_from_api_error(exc, api.key_label(key)), 'draining %s' % kind)
             deleted = []
             broken = []
             cause = None
@@ -844,7 +845,7 @@ def _write(engine, params, objects, to_apply, actions, missing_ns, prune_keys, l
                         broken.append(key)
                     cause = cause or exc
                 elif exc is not None:
-                    raise QueueProblems(problems_from_api_error(exc, q.key_label(key)), 'prune of %s' % kind)
+                    raise QueueProblems(problems_from_api_error(exc, api.key_label(key)), 'prune of %s' % kind)
                 elif existed:
                     deleted.append(key)
             if cause is not None:
@@ -866,26 +867,26 @@ def _group_keys(keys):
     groups = {}
     for key in keys:
         groups.setdefault(key[0], []).append(key)
-    return [(k, groups[k]) for k in reversed(q.KIND_ORDER) if k in groups]
+    return [(k, groups[k]) for k in reversed(api.KIND_ORDER) if k in groups]
 
 
 def _run_absent(engine, objects, problems, aks_managed, check_mode, deadline, result):
     for obj in objects:
         if aks_managed and obj['metadata']['name'].startswith(q.AKS_PREFIX):
-            problems.append(q.Problem(q.obj_label(obj), 'metadata.name',
+            problems.append(q.Problem(api.obj_label(obj), 'metadata.name',
                                       'objects named %s* belong to the AKS managed Kueue extension; not deleting'
                                       % q.AKS_PREFIX))
     if problems:
         raise QueueProblems(problems, 'input checks')
-    counts = dict((k, {'deleted': 0, 'absent': 0}) for k in q.KIND_ORDER if any(o['kind'] == k for o in objects))
+    counts = dict((k, {'deleted': 0, 'absent': 0}) for k in api.KIND_ORDER if any(o['kind'] == k for o in objects))
     changed_objects = []
     waiting = []
     for kind, group in q.group_by_kind(objects, reverse=True):
-        keys = [q.obj_key(o) for o in group]
+        keys = [api.obj_key(o) for o in group]
         deleted = []
         for key, existed, exc in engine._map(lambda k: engine.delete(k, dry_run=check_mode), keys):
             if exc is not None:
-                raise QueueProblems(problems_from_api_error(exc, q.key_label(key)), 'delete of %s' % kind)
+                raise QueueProblems(problems_from_api_error(exc, api.key_label(key)), 'delete of %s' % kind)
             if existed:
                 deleted.append(key)
             else:

@@ -39,6 +39,8 @@ import tempfile
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import (
+    BY_NAME, EXPORT_METADATA, GROUP, KIND_ORDER, KUEUE_KINDS, PLURALS, key_label, obj_key, strip_server_metadata)
 
 try:
     import yaml
@@ -48,7 +50,6 @@ except ImportError:  # pragma: no cover - the module reports the missing library
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, manager_container, path
 
-GROUP = q.GROUP
 FORMAT = 'kueueops.aks/kueue_backup/v1'
 MANIFEST = 'manifest.json'
 # Files that later steps add to a backup folder, outside the manifest's checksums:
@@ -58,37 +59,7 @@ MANIFEST = 'manifest.json'
 SIDECARS = ('gitops.json',)
 AKS_PREFIX = q.AKS_PREFIX
 KUEUE_FINALIZER_PREFIX = GROUP + '/'
-LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
 QUEUES_TOOL = 'kueueops.aks.kueue_queues'
-
-# (kind, plural, file number, namespaced) in dependency order: what an object
-# refers to comes before it. A MultiKueueCluster names a Secret, a MultiKueueConfig
-# names MultiKueueClusters, an AdmissionCheck names a MultiKueueConfig or a
-# ProvisioningRequestConfig, a ResourceFlavor a Topology, a ClusterQueue flavors,
-# checks and its cohort, a LocalQueue its ClusterQueue.
-KINDS = (
-    ('Secret', 'secrets', 1, True),
-    ('MultiKueueCluster', 'multikueueclusters', 2, False),
-    ('MultiKueueConfig', 'multikueueconfigs', 3, False),
-    ('Topology', 'topologies', 5, False),
-    ('ResourceFlavor', 'resourceflavors', 10, False),
-    ('Cohort', 'cohorts', 20, False),
-    ('ProvisioningRequestConfig', 'provisioningrequestconfigs', 30, False),
-    ('AdmissionCheck', 'admissionchecks', 40, False),
-    ('WorkloadPriorityClass', 'workloadpriorityclasses', 50, False),
-    ('ClusterQueue', 'clusterqueues', 60, False),
-    ('LocalQueue', 'localqueues', 70, True),
-)
-KIND_NAMES = tuple(k[0] for k in KINDS)
-PLURALS = dict((k[0], k[1]) for k in KINDS)
-NAMESPACED = frozenset(k[0] for k in KINDS if k[3])
-# The Kueue kinds a backup exports (Secrets only on request).
-KUEUE_KINDS = tuple(k for k in KIND_NAMES if k != 'Secret')
-
-# Server-populated metadata; ownerReferences point at uids that do not survive a
-# reinstall, so they are dropped too.
-SERVER_METADATA = ('uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields',
-                   'deletionTimestamp', 'deletionGracePeriodSeconds', 'selfLink', 'ownerReferences')
 
 _SAFE_NAME_RE = re.compile(r'[^A-Za-z0-9._-]+')
 _CHUNK = 1024 * 1024
@@ -107,28 +78,16 @@ class BackupError(KueueOpsError):
 # --------------------------------------------------------------- objects
 def restore_tool(kind):
     """The module that restores ``kind``: kueue_queues, for every kind of a backup."""
-    if kind not in q.PLURALS:
+    if kind not in PLURALS:
         raise ValueError('not a kind of a Kueue backup: %r' % (kind,))
     return QUEUES_TOOL
 
 
 def file_name(kind):
     """``NN-<plural>.yaml``, numbered in dependency order."""
-    for name, plural, number, _ns in KINDS:
-        if name == kind:
-            return '%02d-%s.yaml' % (number, plural)
+    if kind in BY_NAME:
+        return '%02d-%s.yaml' % (BY_NAME[kind].number, BY_NAME[kind].plural)
     raise ValueError('not a kind of a Kueue backup: %r' % (kind,))
-
-
-def obj_key(obj):
-    """(kind, namespace, name)."""
-    meta = obj.get('metadata') or {}
-    return (obj.get('kind'), meta.get('namespace') or '', meta.get('name') or '')
-
-
-def key_label(key):
-    kind, namespace, name = key
-    return '%s %s/%s' % (kind, namespace, name) if namespace else '%s %s' % (kind, name)
 
 
 def normalise(obj, kind=None, api_version=None):
@@ -150,11 +109,7 @@ def normalise(obj, kind=None, api_version=None):
     meta = out.get('metadata')
     if not isinstance(meta, dict):
         meta = out['metadata'] = {}
-    for field in SERVER_METADATA:
-        meta.pop(field, None)
-    annotations = meta.get('annotations')
-    if isinstance(annotations, dict):
-        annotations.pop(LAST_APPLIED, None)
+    strip_server_metadata(meta, EXPORT_METADATA)
     finalizers = meta.get('finalizers')
     if isinstance(finalizers, list):
         meta['finalizers'] = [f for f in finalizers if not str(f).startswith(KUEUE_FINALIZER_PREFIX)]
@@ -225,7 +180,7 @@ def render(objects_by_kind, api_versions):
     the content. ``api_versions`` maps kind -> apiVersion written in the header.
     """
     out = []
-    for kind in KIND_NAMES:
+    for kind in KIND_ORDER:
         if kind not in objects_by_kind:
             continue
         objects = objects_by_kind[kind]
@@ -390,7 +345,7 @@ def compare(backup_objects, live_objects):
     problems = []
 
     def order(key):
-        rank = KIND_NAMES.index(key[0]) if key[0] in KIND_NAMES else len(KIND_NAMES)
+        rank = KIND_ORDER.index(key[0]) if key[0] in KIND_ORDER else len(KIND_ORDER)
         return (rank, key[1], key[2])
 
     for key in sorted(set(backup) | set(live), key=order):
@@ -694,7 +649,7 @@ def snapshot(exporter, include_secrets, include_aks_managed, aks_extension):
             excluded.append({'kind': 'Secret', 'namespace': namespace, 'name': name,
                              'reason': 'referenced by MultiKueueCluster %s; not backed up (include_secrets: true to '
                                        'back it up)' % ', '.join(users)})
-    excluded.sort(key=lambda e: (KIND_NAMES.index(e['kind']), e.get('namespace', ''), e['name']))
+    excluded.sort(key=lambda e: (KIND_ORDER.index(e['kind']), e.get('namespace', ''), e['name']))
     return objects, excluded, raw_queues
 
 
@@ -707,4 +662,4 @@ def _ref(obj, reason):
 
 
 def flat(objects):
-    return [o for kind in KIND_NAMES for o in objects.get(kind, [])]
+    return [o for kind in KIND_ORDER for o in objects.get(kind, [])]

@@ -530,7 +530,7 @@ def _helm_overlay(options, proxy):
     skipped for loopback servers and applies to chart registries too). Returns (overlay, context or None)."""
     kubeconfig = options.get("kubeconfig")
     if kubeconfig is None:  # host (and api_key) only: a context of its own
-        cluster, user, name, context_name, base = {"server": options.get("host")}, {}, "kueueops", "kueueops", None
+        cluster, user, name, context_name = {"server": options.get("host")}, {}, "kueueops", "kueueops"
     else:
         files = [(None, kubeconfig)] if isinstance(kubeconfig, dict) else [
             (os.path.dirname(os.path.abspath(path)), read_kubeconfig_file(path)) for path in kubeconfig]

@@ -87,49 +87,14 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     yaml = None
 
-GROUP = 'kueue.x-k8s.io'
-VERSIONS = ('v1beta2', 'v1beta1')
-# Kinds accepted (and discovered) at v1alpha1, the version of older Kueue (see the module docstring).
-ALPHA = 'v1alpha1'
-ALPHA_KINDS = ('Cohort', 'Topology')
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import (
+    ALPHA, ALPHA_KINDS, EXPORT_METADATA, GROUP, KIND_ORDER, LAST_APPLIED, NAMESPACED, PLURALS, VERSIONS, key_label,
+    kind_rank, obj_key, obj_label, strip_server_metadata)
+
 FIELD_MANAGER = 'kueueops'
 RESOURCE_IN_USE_FINALIZER = 'kueue.x-k8s.io/resource-in-use'
 AKS_PREFIX = 'aks-'
 
-# Dependency order: what an object refers to is applied before it. A
-# MultiKueueCluster names a Secret, a MultiKueueConfig names MultiKueueClusters, an
-# AdmissionCheck names a MultiKueueConfig or a ProvisioningRequestConfig.
-KIND_ORDER = (
-    'Secret',
-    'MultiKueueCluster',
-    'MultiKueueConfig',
-    'Topology',
-    'ResourceFlavor',
-    'Cohort',
-    'ProvisioningRequestConfig',
-    'AdmissionCheck',
-    'WorkloadPriorityClass',
-    'ClusterQueue',
-    'LocalQueue',
-)
-PLURALS = {
-    'Secret': 'secrets',
-    'MultiKueueCluster': 'multikueueclusters',
-    'MultiKueueConfig': 'multikueueconfigs',
-    'Topology': 'topologies',
-    'ResourceFlavor': 'resourceflavors',
-    'Cohort': 'cohorts',
-    'ProvisioningRequestConfig': 'provisioningrequestconfigs',
-    'AdmissionCheck': 'admissionchecks',
-    'WorkloadPriorityClass': 'workloadpriorityclasses',
-    'ClusterQueue': 'clusterqueues',
-    'LocalQueue': 'localqueues',
-}
-NAMESPACED = frozenset(['LocalQueue', 'Secret'])
-# Kinds of the core API (not kueue.x-k8s.io) and their version.
-CORE_KINDS = {'Secret': 'v1'}
-# The Kueue kinds (served by the kueue.x-k8s.io group).
-KUEUE_KINDS = tuple(k for k in KIND_ORDER if k not in CORE_KINDS)
 MULTIKUEUE_CONTROLLER = GROUP + '/multikueue'
 # Kueue's ProvisioningRequest admission check controller needs cluster-autoscaler's ProvisioningRequest
 # API (Kueue 0.13 .. 0.19 import autoscaling.x-k8s.io/v1 and skip the controller when the manager starts
@@ -142,11 +107,6 @@ _SECRET_FIELDS = ('apiVersion', 'kind', 'metadata', 'data', 'stringData', 'type'
 # Kinds that Kueue reports an Active condition for.
 ACTIVE_KINDS = ('ClusterQueue', 'LocalQueue')
 
-# Server-populated metadata that must not be sent back with server-side apply
-# (resourceVersion and uid would act as preconditions), e.g. in a backup.
-_SERVER_METADATA = ('resourceVersion', 'uid', 'creationTimestamp', 'managedFields', 'generation', 'selfLink',
-                    'deletionTimestamp', 'deletionGracePeriodSeconds')
-_LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
 
 # AdmissionCheck.spec.retryDelayMinutes: v1beta1 defaults it to 15 (so every v1beta1
 # object read back carries it); v1beta2 has no such field.
@@ -181,22 +141,6 @@ class LoadError(Exception):
         self.text = text
 
 
-# ----------------------------------------------------------------- identities
-def obj_key(obj):
-    """(kind, namespace, name) of a manifest or live object."""
-    meta = obj.get('metadata') or {}
-    return (obj.get('kind'), meta.get('namespace') or '', meta.get('name'))
-
-
-def key_label(key):
-    kind, namespace, name = key
-    if namespace:
-        return '%s %s/%s' % (kind, namespace, name)
-    return '%s %s' % (kind, name)
-
-
-def obj_label(obj):
-    return key_label(obj_key(obj))
 
 
 # ----------------------------------------------------------------- quantities
@@ -418,17 +362,6 @@ def convert(obj, source, target, label, problems):
                                     'Kueue\'s own conversion); remove it' % GROUP))
 
 
-def _strip_server_metadata(metadata, extra=()):
-    """Drop in place what the API server writes into ``metadata`` (and kubectl's last-applied annotation)."""
-    for field in _SERVER_METADATA + tuple(extra):
-        metadata.pop(field, None)
-    annotations = metadata.get('annotations')
-    if isinstance(annotations, dict):
-        annotations.pop(_LAST_APPLIED, None)
-        if not annotations:
-            del metadata['annotations']
-
-
 def normalise(origin, doc, served, problems, kueue_namespace='kueue-system'):
     """Validate the shape of one input document and convert it to the served version.
 
@@ -491,7 +424,7 @@ def normalise(origin, doc, served, problems, kueue_namespace='kueue-system'):
     obj = {'apiVersion': api_version, 'kind': kind, 'metadata': copy.deepcopy(meta)}
     if isinstance(doc.get('spec'), dict):
         obj['spec'] = copy.deepcopy(doc['spec'])
-    _strip_server_metadata(obj['metadata'])
+    strip_server_metadata(obj['metadata'])
 
     target = served.get(kind)
     if target is None:
@@ -567,7 +500,7 @@ def normalise_secret(origin, doc, namespace, problems):
     for field in ('type', 'immutable'):
         if field in doc:
             obj[field] = doc[field]
-    _strip_server_metadata(obj['metadata'], extra=('ownerReferences',))
+    strip_server_metadata(obj['metadata'], EXPORT_METADATA)
     return obj
 
 
@@ -920,10 +853,6 @@ def implicit_cohorts(objects, live):
 
 
 # ------------------------------------------------------------------- ordering
-def kind_rank(kind):
-    return KIND_ORDER.index(kind)
-
-
 def dependency_order(objects):
     """Objects sorted by kind dependency, then namespace and name."""
     return sorted(objects, key=lambda o: (kind_rank(o['kind']),) + obj_key(o)[1:])
@@ -1061,7 +990,7 @@ def diff_view(obj, other=None):
     meta = view.get('metadata') or {}
     annotations = meta.get('annotations')
     if isinstance(annotations, dict):
-        annotations.pop(_LAST_APPLIED, None)
+        annotations.pop(LAST_APPLIED, None)
     return view
 
 

@@ -16,13 +16,11 @@ import time
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import api_exception_message
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import CRD_PLURALS, GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, manager_container, path
 
-GROUP = "kueue.x-k8s.io"
-DEFAULT_CRDS = (
-    "admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
-    "provisioningrequestconfigs", "resourceflavors", "topologies", "workloadpriorityclasses", "workloads",
-)
+# The CRDs a healthy install has: every kind of the configuration, and Workloads.
+DEFAULT_CRDS = CRD_PLURALS
 PROBE_NAME = "kueueops-verify-probe"
 
 

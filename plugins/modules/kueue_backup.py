@@ -205,6 +205,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     get_api_client,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
 
 _RESOURCE_ID_RE = re.compile(r'^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.ContainerService/'
                              r'managedClusters/(?P<name>[^/]+)$', re.IGNORECASE)
@@ -304,7 +305,7 @@ def run(module, api_client, params, cluster_name, field):
     api_versions = dict(exporter.served)
     if params['include_secrets']:
         api_versions['Secret'] = 'v1'
-    files = b.render(objects, dict((k, v if k == 'Secret' else '%s/%s' % (b.GROUP, v))
+    files = b.render(objects, dict((k, v if k == 'Secret' else '%s/%s' % (GROUP, v))
                                    for k, v in api_versions.items()))
     cluster = {'name': cluster_name, 'server': api_client.configuration.host,
                'resource_id': params['cluster_resource_id']}

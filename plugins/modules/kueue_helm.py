@@ -319,6 +319,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import 
     validate_integrations,
     version_warning,
 )
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import CRD_PLURALS, GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path as api_path
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier, kueue_apiservices
 
@@ -328,11 +329,6 @@ try:
     import yaml
 except ImportError:  # guarded by get_api_client / HAS_YAML
     yaml = None
-
-GROUP = "kueue.x-k8s.io"
-CONFIG_KINDS = ("resourceflavors", "cohorts", "clusterqueues", "localqueues", "workloadpriorityclasses",
-                "admissionchecks", "topologies", "provisioningrequestconfigs", "multikueueconfigs",
-                "multikueueclusters", "workloads")
 
 
 def _normalize(values):
@@ -456,7 +452,7 @@ class KueueHelm:
         versions = [g["preferredVersion"]["version"] for g in discovery.get("groups") or [] if g["name"] == GROUP]
         if not versions:
             return counts
-        for plural in CONFIG_KINDS:
+        for plural in CRD_PLURALS:
             try:
                 items = self.cluster.items(api_path("%s/%s" % (GROUP, versions[0]), plural))
             except ApiException:

@@ -148,6 +148,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     get_api_client,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils import install_method as im
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import helm_releases
@@ -183,7 +184,7 @@ def gather(api_client, namespace, release_name):
     method = im.classify(releases, release_name, extension, configs)
     crds = sorted(c['metadata']['name'] for c in cluster.items(
         path('apiextensions.k8s.io/v1', 'customresourcedefinitions'))
-        if (c.get('spec') or {}).get('group') == b.GROUP)
+        if (c.get('spec') or {}).get('group') == GROUP)
 
     counts = {}
     secrets = []
@@ -212,7 +213,7 @@ def gather(api_client, namespace, release_name):
         'extension_configs': configs,
         'namespace_exists': namespace_exists,
         'kueue_version': b.image_tag(image),
-        'api_versions': dict((k, '%s/%s' % (b.GROUP, v)) for k, v in exporter.served.items()),
+        'api_versions': dict((k, '%s/%s' % (GROUP, v)) for k, v in exporter.served.items()),
         'crds': crds,
         'counts': counts,
         'objects': sum(counts.values()),

@@ -3,7 +3,27 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
+
+
+def kueue_api():
+    """The collection's model of Kueue's API (plugins/module_utils/kueue_api.py), imported from the collections
+    folder of the venv running the tests, where the modules see it."""
+    from .ansible import COLLECTIONS
+    if COLLECTIONS not in sys.path:
+        sys.path.insert(0, COLLECTIONS)
+    from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
+    return api
+
+
+def kueue_plurals(*kinds: str) -> dict:
+    """{kind: plural} of the Kueue kinds `kinds` (every kind of a configuration when none is given), in
+    dependency order, from the collection's one table."""
+    api = kueue_api()
+    unknown = set(kinds) - set(api.KUEUE_KINDS)
+    assert not unknown, "not Kueue kinds of a configuration: %s" % sorted(unknown)
+    return dict((k, api.PLURALS[k]) for k in api.KUEUE_KINDS if not kinds or k in kinds)
 
 
 def wait_for(what: str, check, timeout: float = 120.0, interval: float = 0.5):
@@ -115,6 +135,7 @@ def live_normalised(kube, plurals: dict) -> dict:
     """Every Kueue configuration object of `plurals` in the cluster, normalised as a backup holds it."""
     from kubernetes import client
 
+    api = kueue_api()
     from ansible_collections.kueueops.aks.plugins.module_utils import backup
 
     custom = client.CustomObjectsApi(kube)
@@ -122,7 +143,7 @@ def live_normalised(kube, plurals: dict) -> dict:
     for kind, plural in plurals.items():
         for item in custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural)["items"]:
             obj = backup.normalise(item, kind, "kueue.x-k8s.io/v1beta2")
-            out[backup.obj_key(obj)] = obj
+            out[api.obj_key(obj)] = obj
     return out
 
 

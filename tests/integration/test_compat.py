@@ -22,15 +22,14 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import delete_namespaces, wait_for
+from .kubeutil import delete_namespaces, kueue_plurals, wait_for
 
 CONFIGURE = os.path.join(REPO, "playbooks", "configure_queues.yml")
 STATUS = os.path.join(REPO, "playbooks", "status.yml")
 QUEUES_VARS = os.path.join(REPO, "playbooks", "vars", "queues.yml")
 QUEUES = ["-e", "@" + QUEUES_VARS]
 CONFIG = yaml.safe_load(open(QUEUES_VARS))["kueue_resources"]
-PLURALS = {"ResourceFlavor": "resourceflavors", "Cohort": "cohorts", "WorkloadPriorityClass": "workloadpriorityclasses",
-           "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues"}
+PLURALS = kueue_plurals("ResourceFlavor", "Cohort", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue")
 
 
 def _remove_queue_objects(kube):

@@ -21,19 +21,14 @@ import base64
 import glob
 import os
 import re
-import sys
 import time
 
 import pytest
 import yaml
 from kubernetes import client
 
-from .ansible import COLLECTIONS, REPO, aks_inventory as inventory, run_playbook
-from .kubeutil import helm, live_normalised, queued_job, reset_kueue, wait_for, workloads
-
-if COLLECTIONS not in sys.path:
-    sys.path.insert(0, COLLECTIONS)
-from ansible_collections.kueueops.aks.plugins.module_utils import backup as b  # noqa: E402
+from .ansible import REPO, aks_inventory as inventory, run_playbook
+from .kubeutil import helm, kueue_plurals, live_normalised, queued_job, reset_kueue, wait_for, workloads
 
 SITE = os.path.join(REPO, "playbooks", "site.yml")
 UNINSTALL = os.path.join(REPO, "playbooks", "uninstall.yml")
@@ -52,7 +47,7 @@ AKS_QUEUE = [
 ]
 SMOKE = ["team-vision/vision", "team-nlp/nlp", "team-nlp/aks"]
 TEAMS = ["team-vision", "team-nlp"]
-PLURALS = dict((k, p) for k, p, _n, _ns in b.KINDS if k != "Secret")
+PLURALS = kueue_plurals()  # every kind of a configuration
 AKS_OWNED = {("ResourceFlavor", "aks-cpu"), ("WorkloadPriorityClass", "aks-low-priority"),
              ("WorkloadPriorityClass", "aks-medium-priority"), ("WorkloadPriorityClass", "aks-high-priority")}
 NO_KUBE = {"K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": ""}

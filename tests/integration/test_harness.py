@@ -14,13 +14,10 @@ import time
 import pytest
 from kubernetes import client
 
-from .kubeutil import condition, helm, reset_kueue, wait_for
+from .kubeutil import condition, helm, kueue_api, reset_kueue, wait_for
 
 GROUP = "kueue.x-k8s.io"
-KUEUE_CRDS = {
-    "admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
-    "provisioningrequestconfigs", "resourceflavors", "topologies", "workloadpriorityclasses", "workloads",
-}
+KUEUE_CRDS = set(kueue_api().CRD_PLURALS)
 
 
 def _listeners_of(pids: set[int]) -> list[tuple[str, int, int]]:

@@ -21,7 +21,8 @@ import yaml
 from kubernetes import client
 
 from .ansible import COLLECTIONS, REPO, run_playbook
-from .kubeutil import admitted, delete_kueue_objects, delete_namespaces, live_normalised, queued_job, wait_for, workloads
+from .kubeutil import (admitted, delete_kueue_objects, delete_namespaces, kueue_api, kueue_plurals, live_normalised, queued_job,
+                       wait_for, workloads)
 
 # The collection as the modules see it (`make venv` links this checkout there).
 if COLLECTIONS not in sys.path:
@@ -34,11 +35,7 @@ V2 = GROUP + "/v1beta2"
 QUEUES_VARS = os.path.join(REPO, "playbooks", "vars", "queues.yml")
 CONFIG = yaml.safe_load(open(QUEUES_VARS))["kueue_resources"]
 NAMESPACES = sorted({o["metadata"]["namespace"] for o in CONFIG if o["kind"] == "LocalQueue"})
-PLURALS = {"Topology": "topologies", "ResourceFlavor": "resourceflavors", "Cohort": "cohorts",
-           "ProvisioningRequestConfig": "provisioningrequestconfigs", "AdmissionCheck": "admissionchecks",
-           "WorkloadPriorityClass": "workloadpriorityclasses", "ClusterQueue": "clusterqueues",
-           "LocalQueue": "localqueues", "MultiKueueCluster": "multikueueclusters",
-           "MultiKueueConfig": "multikueueconfigs"}
+PLURALS = kueue_plurals()  # every kind of a configuration
 OBJECT_FILES = ["02-multikueueclusters.yaml", "03-multikueueconfigs.yaml", "05-topologies.yaml",
                 "10-resourceflavors.yaml", "20-cohorts.yaml", "30-provisioningrequestconfigs.yaml",
                 "40-admissionchecks.yaml", "50-workloadpriorityclasses.yaml", "60-clusterqueues.yaml",
@@ -171,7 +168,7 @@ def test_backup_writes_private_files_and_a_complete_manifest(configured, dest):
     assert len(objects) == 11
     live = live_normalised(configured, PLURALS)
     for obj in objects:
-        assert obj == live[b.obj_key(obj)]
+        assert obj == live[kueue_api().obj_key(obj)]
         for field in ("status",):
             assert field not in obj
         assert set(obj["metadata"]) <= {"name", "namespace", "labels", "annotations"}, obj["metadata"]

@@ -14,12 +14,11 @@ import pytest
 from kubernetes import client
 
 from .ansible import run_playbook
-from .kubeutil import condition, delete_kueue_objects, wait_for
+from .kubeutil import condition, delete_kueue_objects, kueue_plurals, wait_for
 
 GROUP = "kueue.x-k8s.io"
-PLURALS = {"Topology": "topologies", "ResourceFlavor": "resourceflavors", "Cohort": "cohorts",
-           "AdmissionCheck": "admissionchecks", "WorkloadPriorityClass": "workloadpriorityclasses",
-           "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues"}
+PLURALS = kueue_plurals("Topology", "ResourceFlavor", "Cohort", "AdmissionCheck", "WorkloadPriorityClass", "ClusterQueue",
+                        "LocalQueue")
 V2 = GROUP + "/v1beta2"
 V1 = GROUP + "/v1beta1"
 

@@ -25,7 +25,6 @@ import copy
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -33,13 +32,9 @@ import pytest
 import yaml
 from kubernetes import client
 
-from .ansible import COLLECTIONS, REPO, run_playbook
-from .kubeutil import (EventRecorder, admitted, condition, helm_revision, live_normalised, queued_job,
+from .ansible import REPO, run_playbook
+from .kubeutil import (EventRecorder, admitted, condition, helm_revision, kueue_plurals, live_normalised, queued_job,
                        resource_versions, wait_for, workloads)
-
-if COLLECTIONS not in sys.path:
-    sys.path.insert(0, COLLECTIONS)
-from ansible_collections.kueueops.aks.plugins.module_utils import backup as b  # noqa: E402
 
 GROUP = "kueue.x-k8s.io"
 V2 = GROUP + "/v1beta2"
@@ -50,7 +45,7 @@ QUEUES_VARS = os.path.join(REPO, "playbooks", "vars", "queues.yml")
 QUEUES = ["-e", "@" + QUEUES_VARS]
 CONFIG = yaml.safe_load(open(QUEUES_VARS))["kueue_resources"]
 TEAMS = sorted({o["metadata"]["namespace"] for o in CONFIG if o["kind"] == "LocalQueue"})
-PLURALS = dict((k, p) for k, p, _n, _ns in b.KINDS if k != "Secret")
+PLURALS = kueue_plurals()  # every kind of a configuration
 GITOPS_NS = "ur-gitops"
 CRDS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "files", "gitops_crds.yml")
 GITOPS = [

@@ -10,16 +10,11 @@ import subprocess
 import yaml
 
 from tests.harness import pki
+from tests.integration.kubeutil import kueue_plurals
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RBAC_DIR = os.path.join(REPO, "docs", "rbac")
-KUEUE_PLURALS = {
-    "ResourceFlavor": "resourceflavors", "Cohort": "cohorts", "Topology": "topologies",
-    "AdmissionCheck": "admissionchecks", "WorkloadPriorityClass": "workloadpriorityclasses",
-    "MultiKueueCluster": "multikueueclusters", "MultiKueueConfig": "multikueueconfigs",
-    "ProvisioningRequestConfig": "provisioningrequestconfigs",
-    "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues",
-}
+KUEUE_PLURALS = kueue_plurals()  # every kind of a configuration
 
 
 def load(name: str) -> list:

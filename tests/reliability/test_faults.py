@@ -31,7 +31,7 @@ import pytest
 from kubernetes import client, watch
 
 from tests.integration.ansible import run_playbook
-from tests.integration.kubeutil import delete_kueue_objects, delete_namespaces, wait_for
+from tests.integration.kubeutil import delete_kueue_objects, delete_namespaces, kueue_plurals, wait_for
 
 from .badinput import assert_no_traceback, message_of
 
@@ -39,8 +39,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SITE = os.path.join(REPO, "playbooks", "site.yml")
 GROUP = "kueue.x-k8s.io"
 V2 = GROUP + "/v1beta2"
-PLURALS = {"ResourceFlavor": "resourceflavors", "AdmissionCheck": "admissionchecks",
-           "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues"}
+PLURALS = kueue_plurals("ResourceFlavor", "AdmissionCheck", "ClusterQueue", "LocalQueue")
 HANG_GUARD = 300  # seconds: no single run here may take longer (a hung wait fails the test instead)
 DURATIONS: dict = {}
 

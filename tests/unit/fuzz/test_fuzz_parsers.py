@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kubernetes.utils import parse_quantity as k8s_parse_quantity
 
 from ansible_collections.kueueops.aks.plugins.module_utils import extension, helm_runner, helm_values, kueue_catalog, queues
+from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 
 FUZZ = settings(max_examples=int(os.environ.get("KUEUEOPS_FUZZ_EXAMPLES", "300")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -90,7 +91,7 @@ def test_parse_quantity_agrees_with_kubernetes_utils(text):
 def test_normalise_convert_and_validate(docs, version):
     """v1beta1 <-> v1beta2 conversion, normalisation and cross-reference validation report problems;
     they never raise."""
-    served = dict((kind, version) for kind in queues.KIND_ORDER)
+    served = dict((kind, version) for kind in api.KIND_ORDER)
     problems = []
     objects = queues.normalise_all([('input[%d]' % i, d) for i, d in enumerate(docs)], served, problems)
     for problem in problems:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
+from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 
@@ -66,7 +67,7 @@ def test_normalised_object_is_accepted_by_kueue_queues():
     """The backup's manifests are what kueue_queues reads: no problem, same object."""
     obj = b.normalise(live_cq('team'))
     problems = []
-    served = dict((k, 'v1beta2') for k in q.KIND_ORDER)
+    served = dict((k, 'v1beta2') for k in api.KIND_ORDER)
     out = q.normalise_all([('x', obj)], served, problems)
     assert problems == []
     assert out == [obj]
@@ -99,7 +100,7 @@ def test_multikueue_secret_refs_both_versions_and_path_ignored():
 
 # ------------------------------------------------------------------ layout
 def test_file_names_follow_dependency_order_and_restore_tool():
-    names = [b.file_name(k) for k in b.KIND_NAMES]
+    names = [b.file_name(k) for k in api.KIND_ORDER]
     assert names == sorted(names)
     assert b.file_name('ResourceFlavor') == '10-resourceflavors.yaml'
     assert b.file_name('LocalQueue') == '70-localqueues.yaml'
@@ -108,8 +109,7 @@ def test_file_names_follow_dependency_order_and_restore_tool():
     assert b.file_name('MultiKueueConfig') == '03-multikueueconfigs.yaml'
     # Every kind is a .yaml file that kueue_queues restores, in kueue_queues' own dependency order.
     assert all(n.endswith('.yaml') for n in names)
-    assert list(b.KIND_NAMES) == list(q.KIND_ORDER)
-    assert set(b.restore_tool(k) for k in b.KIND_NAMES) == {'kueueops.aks.kueue_queues'}
+    assert set(b.restore_tool(k) for k in api.KIND_ORDER) == {'kueueops.aks.kueue_queues'}
     with pytest.raises(ValueError):
         b.file_name('Workload')
     with pytest.raises(ValueError):

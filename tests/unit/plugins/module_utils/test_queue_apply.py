@@ -16,6 +16,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.kueueops.aks.plugins.module_utils import apply as engine_mod
+from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 
 V2 = 'kueue.x-k8s.io/v1beta2'
@@ -29,7 +30,7 @@ class FakeServer:
         self.reject = {}
 
     def apply(self, engine, obj, dry_run=False, force=False, manager=None):
-        key = q.obj_key(obj)
+        key = api.obj_key(obj)
         self.calls.append(('apply-dry' if dry_run else 'apply', key, (obj.get('spec') or {}).get('stopPolicy')))
         if key in self.reject:
             exc = ApiException(status=422, reason='Unprocessable Entity')
@@ -63,7 +64,7 @@ class FakeServer:
         server = self
 
         def discover(engine):
-            engine.served = dict((k, 'v1beta2') for k in q.KIND_ORDER)
+            engine.served = dict((k, 'v1beta2') for k in api.KIND_ORDER)
             return engine.served
 
         def list_live(engine, kinds=None):
@@ -307,7 +308,7 @@ def _down_after(server, monkeypatch, writes_allowed, in_flight=0):
 
     def apply(engine, obj, dry_run=False, **kwargs):
         if not dry_run:
-            seen.append(q.obj_key(obj))
+            seen.append(api.obj_key(obj))
             if len(seen) > writes_allowed + in_flight:
                 raise _unreachable()
             if len(seen) > writes_allowed:

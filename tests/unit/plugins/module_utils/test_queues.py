@@ -7,11 +7,12 @@ from decimal import Decimal
 
 import pytest
 
+from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 
-V2 = dict((k, 'v1beta2') for k in q.KIND_ORDER)
-V1 = dict((k, 'v1beta1') for k in q.KIND_ORDER)
+V2 = dict((k, 'v1beta2') for k in api.KIND_ORDER)
+V1 = dict((k, 'v1beta1') for k in api.KIND_ORDER)
 
 
 def rf(name, **spec):
@@ -257,9 +258,9 @@ def served_by(minor):
     """kind -> the version QueueEngine.discover picks from the CRDs of a Kueue minor (kueue_catalog)."""
     crds = kueue_catalog.GENERATED[minor]['crds']
     served = {}
-    for kind in q.KUEUE_KINDS:
-        versions = crds['%s.%s' % (q.PLURALS[kind], q.GROUP)]['served']
-        for version in ('v1beta2', 'v1beta1') + ((q.ALPHA,) if kind in q.ALPHA_KINDS else ()):
+    for kind in api.KUEUE_KINDS:
+        versions = crds['%s.%s' % (api.PLURALS[kind], api.GROUP)]['served']
+        for version in ('v1beta2', 'v1beta1') + ((api.ALPHA,) if kind in api.ALPHA_KINDS else ()):
             if version in versions:
                 served[kind] = version
                 break
@@ -302,7 +303,7 @@ def test_v1alpha1_fields_without_equivalent_refused():
 def validate(objs, live=None, namespaces=('team-a',), **kw):
     live_map = {}
     for obj in live or []:
-        live_map.setdefault(obj['kind'], {})[q.obj_key(obj)] = obj
+        live_map.setdefault(obj['kind'], {})[api.obj_key(obj)] = obj
     return q.validate(objs, live_map, set(namespaces), **kw)
 
 
@@ -462,7 +463,7 @@ def test_prune_candidates():
     live = {}
     for obj in [managed(rf('gone')), managed(rf('kept')), rf('foreign'), managed(rf('other'), manager='kubectl'),
                 managed(rf('aks-cpu')), managed(lq('old', 'team-a', 'a')), managed(cq('old-cq'))]:
-        live.setdefault(obj['kind'], {})[q.obj_key(obj)] = obj
+        live.setdefault(obj['kind'], {})[api.obj_key(obj)] = obj
     desired = set([('ResourceFlavor', '', 'kept')])
     got = q.prune_candidates(live, desired, aks_managed=True)
     assert got == [('LocalQueue', 'team-a', 'old'), ('ClusterQueue', '', 'old-cq'), ('ResourceFlavor', '', 'gone')]
@@ -557,7 +558,7 @@ def secret(name, namespace=None, **fields):
 
 
 def test_multikueue_kinds_in_dependency_order():
-    order = list(q.KIND_ORDER)
+    order = list(api.KIND_ORDER)
     assert order.index('Secret') < order.index('MultiKueueCluster') < order.index('MultiKueueConfig') \
         < order.index('AdmissionCheck') < order.index('ClusterQueue')
     objs = q.dependency_order([mk_check('mk'), mk_config('workers', ['w1']), mk_cluster('w1'),
@@ -644,10 +645,10 @@ def test_secrets_pruned_only_when_no_remaining_cluster_uses_them():
     live = {}
     for obj in [managed(secret('w1', 'kueue-system')), managed(secret('w2', 'kueue-system')),
                 secret('w3', 'kueue-system'), managed(mk_cluster('w1')), managed(mk_cluster('w2'))]:
-        live.setdefault(obj['kind'], {})[q.obj_key(obj)] = obj
+        live.setdefault(obj['kind'], {})[api.obj_key(obj)] = obj
     # w1 leaves the input with its Secret; w2 stays (declared) and keeps using its Secret.
     declared = [mk_cluster('w2')]
-    desired = set(q.obj_key(o) for o in declared)
+    desired = set(api.obj_key(o) for o in declared)
     got = q.prune_candidates(live, desired, objects=declared)
     assert got == [('MultiKueueCluster', '', 'w1'), ('Secret', 'kueue-system', 'w1')]
 
