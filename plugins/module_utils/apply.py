@@ -26,7 +26,6 @@ escape as a traceback.
 import copy
 import json
 import re
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message
@@ -36,6 +35,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until, watch_until
 
 try:
     from urllib3.exceptions import HTTPError as Urllib3HTTPError
@@ -486,18 +486,18 @@ class QueueEngine:
         return '; '.join(reasons) or 'deletion in progress'
 
     def wait_gone(self, keys, seconds):
-        """Poll until ``keys`` are gone or ``seconds`` pass; {key: live object} of those left."""
-        deadline = time.time() + seconds
+        """Read ``keys`` until they are gone or ``seconds`` pass; {key: live object} of those left."""
         left = dict((k, None) for k in keys)
-        while left:
+
+        def read():
             for key, obj, exc in self._map(self.get, list(left)):
                 if exc is None and obj is None:
                     left.pop(key)
                 elif exc is None:
                     left[key] = obj
-            if not left or time.time() >= deadline:
-                break
-            time.sleep(0.5)
+            return left
+
+        poll_until(read, lambda still: not still, Deadline(seconds), 0.5)
         return left
 
     # ------------------------------------------------------------ waiting
@@ -512,40 +512,27 @@ class QueueEngine:
         return not_active
 
     def _wait_kind_active(self, kind, keys, deadline):
-        collection = self._path(kind, None)
         state = {}
-        while True:
-            items, rv = self.cluster.list(collection)
+
+        def seen(item):
+            item.setdefault('kind', kind)
+            key = api.obj_key(item)
+            if key in keys:
+                state[key] = q.active_state(item)
+
+        def listed(items):
             for item in items:
-                item.setdefault('kind', kind)
-                key = api.obj_key(item)
-                if key in keys:
-                    state[key] = q.active_state(item)
-            pending = self._pending(keys, state)
-            remaining = deadline - time.time()
-            if not pending or remaining <= 0:
-                return pending
-            events = self.cluster.watch(collection, rv, min(remaining, 60))
-            try:
-                for event in events:
-                    item = event.get('object') if isinstance(event, dict) else None
-                    if not isinstance(item, dict) or event.get('type') not in ('ADDED', 'MODIFIED'):
-                        continue
-                    item.setdefault('kind', kind)
-                    key = api.obj_key(item)
-                    if key in keys:
-                        state[key] = q.active_state(item)
-                        if not self._pending(keys, state):
-                            break
-                    if time.time() >= deadline:
-                        break
-            except Exception:  # pylint: disable=broad-except
-                # An expired or broken watch ends this round; the next LIST is the truth.
-                time.sleep(min(1.0, max(0.0, deadline - time.time())))
-            finally:
-                events.close()
-            if not self._pending(keys, state):
-                return {}
+                seen(item)
+            return self._pending(keys, state)
+
+        def changed(event):
+            item = event.get('object') if isinstance(event, dict) else None
+            if isinstance(item, dict) and event.get('type') in ('ADDED', 'MODIFIED'):
+                seen(item)
+            return self._pending(keys, state)
+
+        # A watch that breaks or expires ends its round; the next LIST is the truth (errors='relist').
+        return watch_until(self.cluster, self._path(kind, None), deadline, listed, changed, errors='relist') or {}
 
     @staticmethod
     def _pending(keys, state):
@@ -620,9 +607,8 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     cluster as soon as they are read, so that the caller masks them in whatever it prints.
     """
     engine = QueueEngine(api_client, workers=params.get('workers') or 8, log=log)
-    started = time.time()
     timeout = params.get('timeout') or 300
-    deadline = started + timeout
+    deadline = Deadline(timeout)
     kueue_ns = params.get('kueue_namespace') or 'kueue-system'
     masked = no_log_values if no_log_values is not None else set()
     secret_docs = [('secrets[%d]' % idx, doc) for idx, doc in enumerate(params.get('secrets') or [])]
@@ -850,7 +836,7 @@ def _write(engine, params, objects, to_apply, actions, missing_ns, prune_keys, l
                     deleted.append(key)
             if cause is not None:
                 raise Unreachable(cause, dict((k, None) for k in deleted), broken)
-            waited = max(0.0, min(DELETE_WAIT, deadline - time.time()))
+            waited = min(DELETE_WAIT, deadline.remaining())
             left = engine.wait_gone(deleted, waited)
             for key in deleted:
                 progress['applied'].append(_ref(key, 'pruned'))
@@ -892,7 +878,7 @@ def _run_absent(engine, objects, problems, aks_managed, check_mode, deadline, re
             else:
                 counts[kind]['absent'] += 1
         if not check_mode and deleted:
-            waited = max(0.0, min(DELETE_WAIT, deadline - time.time()))
+            waited = min(DELETE_WAIT, deadline.remaining())
             left = engine.wait_gone(deleted, waited)
             for key in deleted:
                 if key in left:

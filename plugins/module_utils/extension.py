@@ -22,6 +22,7 @@ import tempfile
 import urllib.parse
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, namespace_name_error
+from ansible_collections.kueueops.aks.plugins.module_utils import versions
 
 try:
     from azure.core.exceptions import (
@@ -60,8 +61,6 @@ EXTENSION_DEPLOYMENT = 'kueue-extension'
 _NAME_RE = re.compile(r'^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$')
 # The release trains of AKS cluster extensions (ARM refuses any other, case-insensitively).
 RELEASE_TRAINS = ('stable', 'preview')
-_VERSION_RE = re.compile(r'^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$')
-_K8S_VERSION_RE = re.compile(r'^v?(\d+)\.(\d+)')
 
 
 # --------------------------------------------------------------------------- inputs
@@ -104,7 +103,7 @@ def validate_params(params):
     if problem is not None:
         raise problem
     version = params.get('version')
-    if version is not None and not _VERSION_RE.match(str(version).strip()):
+    if version is not None and versions.parse(version, patch=True) is None:
         raise KueueOpsError('%r is not a version of the extension' % version, field='version',
                             fix='give an exact version such as 0.14.2 (see the extension type\'s versions with '
                                 '`az k8s-extension extension-types list-versions-by-cluster`), or omit it to '
@@ -343,8 +342,9 @@ def kubernetes_version(cluster):
 
 
 def parse_minor(version):
-    match = _K8S_VERSION_RE.match(str(version or '').strip())
-    return (int(match.group(1)), int(match.group(2))) if match else None
+    """(1, 34) of a Kubernetes version (``1.34.1``, ``v1.34``); None when there is none."""
+    parsed = versions.parse(version)
+    return None if parsed is None else (parsed.major, parsed.minor)
 
 
 def preflight_cluster(cluster, release_train='preview'):

@@ -49,6 +49,7 @@ except ImportError:  # pragma: no cover
     HAS_YAML = False
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils import versions
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     _check_file as check_file,
     first_current_context,
@@ -59,7 +60,6 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
 MIN_HELM = (3, 13, 0)
 REDACTED = "********"
 _NOT_FOUND = "release: not found"
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:[-+][0-9A-Za-z.+-]*)?$")
 
 
 class HelmError(KueueOpsError):
@@ -283,12 +283,12 @@ class HelmRunner:
     # -- version
     def _set_version(self, text):
         self.version_string = str(text).strip()
-        m = _VERSION_RE.match(self.version_string)
-        if not m:
+        parsed = versions.parse(self.version_string, patch=True)
+        if parsed is None:
             raise KueueOpsError("cannot tell the version of helm at %s: it printed %r"
                                 % (self.binary, self.scrub(self.version_string)[:100]),
                                 field="binary_path", fix="use helm v3.13+ or v4")
-        self.version = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        self.version = parsed.core
         if self.version < MIN_HELM:
             raise KueueOpsError("helm at %s is %s; kueue_helm needs helm v3.13 or newer (or v4)"
                                 % (self.binary, self.version_string), field="binary_path",

@@ -18,6 +18,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.errors import api_exc
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import CRD_PLURALS, GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, manager_container, path
+from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until, watch_until
 
 # The CRDs a healthy install has: every kind of the configuration, and Workloads.
 DEFAULT_CRDS = CRD_PLURALS
@@ -296,30 +297,19 @@ class Verifier:
 
     def wait(self, timeout, extra=None):
         """Run the checks until all pass or `timeout` seconds pass; between runs, block on
-        a watch of the namespace's Deployments and the Kueue CRDs (whichever changes first)."""
-        deadline = time.time() + timeout
-        while True:
-            checks = self.run_checks(extra)
-            remaining = deadline - time.time()
-            if all(c.ok for c in checks) or remaining <= 0:
-                return checks
-            self._wait_for_change(min(remaining, 10))
+        a watch of the namespace's Deployments (at most 10 s: a change elsewhere is seen by the next run)."""
+        checks, _done = poll_until(lambda: self.run_checks(extra), lambda checks: all(c.ok for c in checks),
+                                   Deadline(timeout), 10, pause=self._wait_for_change)
+        return checks
 
     def _wait_for_change(self, seconds):
         """Block until a Deployment in the namespace changes (a watch from the current
         resourceVersion, so its first event is a real change), or `seconds` pass."""
-        events = None
         try:
-            deployments = path("apps/v1", "deployments", self.ns)
-            _items, rv = self.cluster.list(deployments)
-            events = self.cluster.watch(deployments, rv, seconds)
-            for _event in events:
-                break
-        except Exception:  # noqa: BLE001 - a broken watch just ends this wait; the checks run again
+            watch_until(self.cluster, path("apps/v1", "deployments", self.ns), Deadline(seconds),
+                        listed=lambda _items: True, changed=lambda _event: False, errors="relist")
+        except Exception:  # noqa: BLE001 - an API server away ends this pause; the checks run again and say so
             time.sleep(min(seconds, 1))
-        finally:
-            if events is not None:
-                events.close()  # ends the watch request
 
 
 def _webhook_service(webhook):
@@ -400,13 +390,13 @@ def run_smoke_tests(api_client, queues, requests, timeout):
         ns, name = parse_queue_ref(ref)
         try:
             job = cluster.create(path("batch/v1", "jobs", ns), smoke_job(name, requests))
-            submitted.append((ref, ns, job["metadata"]["name"], job["metadata"]["uid"], time.time()))
+            submitted.append((ref, ns, job["metadata"]["name"], job["metadata"]["uid"], time.monotonic()))
         except ApiException as exc:
             checks.append(Check("smoke-test/%s" % ref, False, "cannot submit a Job: %s" % api_exception_message(exc)))
-    deadline = time.time() + timeout
-    pending = list(submitted)
     results = {}
-    while pending and time.time() < deadline:
+
+    def still_pending(pending):
+        """The submitted Jobs not admitted yet (each one's Check says why)."""
         still = []
         for ref, ns, job_name, uid, started in pending:
             wls = cluster.items(path(group_version, "workloads", ns))
@@ -414,7 +404,7 @@ def run_smoke_tests(api_client, queues, requests, timeout):
             admitted = mine and (condition_status(mine[0], "Admitted") or {}).get("status") == "True"
             if admitted and _job_suspend(cluster, ns, job_name) is False:
                 results[ref] = Check("smoke-test/%s" % ref, True, "Job %s admitted in %.1fs" % (
-                    job_name, time.time() - started))
+                    job_name, time.monotonic() - started))
             else:
                 still.append((ref, ns, job_name, uid, started))
                 if mine:
@@ -424,21 +414,26 @@ def run_smoke_tests(api_client, queues, requests, timeout):
                 else:
                     results[ref] = Check("smoke-test/%s" % ref, False, "Job %s has no Workload: is %s a LocalQueue "
                                          "in %s, and is Kueue managing Jobs?" % (job_name, ref.split("/")[1], ns))
-        pending = still
-        if pending:
-            time.sleep(0.5)
+        pending[:] = still
+        return still
+
+    pending = list(submitted)
+    if pending:
+        poll_until(lambda: still_pending(pending), lambda still: not still, Deadline(timeout), 0.5)
     for ref, *_rest in pending:
         if ref in results:
             results[ref].reason += " (still pending after %ss, the timeout)" % timeout
     for ref, ns, job_name, _uid, _started in submitted:
         cluster.delete(path("batch/v1", "jobs", ns, job_name), propagationPolicy="Foreground")  # 404: gone already
-    # Wait for the Jobs (and so their Workloads) to be gone: nothing of the test stays behind.
-    gone_deadline = time.time() + 60
-    for _ref, ns, job_name, _uid, _started in submitted:
-        while time.time() < gone_deadline:
-            if cluster.get(path("batch/v1", "jobs", ns, job_name)) is None:
-                break
-            time.sleep(0.3)
+    # Wait for the Jobs (and so their Workloads) to be gone: nothing of the test stays behind. As long as the
+    # admission could take (the smoke test's timeout); a Job left is reported.
+    jobs = [(ns, job_name) for _ref, ns, job_name, _uid, _started in submitted]
+    left, gone = poll_until(lambda: [j for j in jobs if cluster.get(path("batch/v1", "jobs", *j)) is not None],
+                            lambda left: not left, Deadline(timeout), 0.3)
+    if not gone:
+        checks.append(Check("smoke-test/cleanup", False, "Job(s) %s still present %ss after their deletion (delete "
+                            "them with kubectl delete job -n NAMESPACE NAME)" % (
+                                ", ".join("%s/%s" % j for j in left), timeout)))
     return checks + [results[ref] for ref, *_rest in submitted if ref in results]
 
 

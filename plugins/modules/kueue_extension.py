@@ -294,7 +294,6 @@ kubeconfig:
 
 import copy
 import os
-import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -336,6 +335,7 @@ else:
     AZURE_MGMT_IMPORT_ERROR = None
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until
 
 try:
     import yaml
@@ -386,7 +386,8 @@ class KueueExtension:
             raise self.azure(exc, 'reading extension %s' % self.p['name'])
 
     def remaining(self):
-        return max(1.0, self.deadline - time.time())
+        """What is left of the task's timeout, at least 1 s (the SDK's pollers take it as their own timeout)."""
+        return max(1.0, self.deadline.remaining())
 
     def timed_out(self, what, extension=None):
         state = ''
@@ -428,38 +429,40 @@ class KueueExtension:
 
     def wait_ready(self, what):
         """Read the extension until Succeeded (and Available); fail on Failed/Canceled or the timeout."""
-        while True:
+        def read():
             current = self.get_extension()
             if current is None:
                 raise KueueOpsError('%s: the extension disappeared while waiting for it' % what, field='name',
                                     fix='something else deleted it; run the task again')
-            if x.is_ready(current):
-                return current
-            if x.is_failed(current):
+            if not x.is_ready(current) and x.is_failed(current):
                 raise self.failed(current, what)
-            if time.time() >= self.deadline:
-                raise self.timed_out(what, current)
-            time.sleep(min(POLL_SECONDS, self.remaining()))
+            return current
+
+        current, ready = poll_until(read, x.is_ready, self.deadline, POLL_SECONDS)
+        if not ready:
+            raise self.timed_out(what, current)
+        return current
 
     def wait_settled(self, current):
         """Let an operation that another actor started end before deciding anything."""
-        while current is not None and x.is_busy(current):
-            if time.time() >= self.deadline:
-                raise self.timed_out('the running operation on extension %s' % self.p['name'], current)
-            time.sleep(min(POLL_SECONDS, self.remaining()))
-            current = self.get_extension()
+        if current is None or not x.is_busy(current):
+            return current
+        current, settled = poll_until(self.get_extension, lambda cur: cur is None or not x.is_busy(cur),
+                                      self.deadline, POLL_SECONDS)
+        if not settled:
+            raise self.timed_out('the running operation on extension %s' % self.p['name'], current)
         return current
 
     def wait_gone(self, what):
-        while True:
+        def read():
             current = self.get_extension()
-            if current is None:
-                return
-            if x.is_failed(current):
+            if current is not None and x.is_failed(current):
                 raise self.failed(current, what, deleting=True)
-            if time.time() >= self.deadline:
-                raise self.timed_out(what, current)
-            time.sleep(min(POLL_SECONDS, self.remaining()))
+            return current
+
+        current, gone = poll_until(read, lambda cur: cur is None, self.deadline, POLL_SECONDS)
+        if not gone:
+            raise self.timed_out(what, current)
 
     # ------------------------------------------------------------------ credentials and Kubernetes
     def kubeconfig_bytes(self):
@@ -599,7 +602,7 @@ class KueueExtension:
             raise KueueOpsError('must be positive', field='timeout', fix='give the seconds to wait, for example 900')
         x.validate_params(p)
         self.connect()
-        self.deadline = time.time() + p['timeout']
+        self.deadline = Deadline(p['timeout'])
         cluster = self.get_cluster()
         current = self.get_extension()
         if p['wait'] and not self.module.check_mode:

@@ -282,7 +282,6 @@ import copy
 import json
 import os
 import shutil
-import time
 from urllib.parse import quote
 
 from ansible.module_utils.basic import AnsibleModule
@@ -322,6 +321,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import CRD_PLURALS, GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path as api_path
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier, kueue_apiservices
+from ansible_collections.kueueops.aks.plugins.module_utils import versions
+from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until, watch_until
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 
@@ -436,12 +437,11 @@ class KueueHelm:
 
     @staticmethod
     def check_semver(version):
-        text = version[1:] if version.startswith("v") else version
-        parts = text.split("-", 1)[0].split(".")
-        if len(parts) != 3 or not all(part.isdigit() for part in parts):
+        parsed = versions.parse(version, patch=True)
+        if parsed is None:
             raise KueueOpsError("%r is not a chart version" % version, field="chart_version",
                                 fix="give an exact version such as 0.19.2, or latest")
-        return text
+        return parsed.text
 
     def count_kueue_objects(self):
         counts = {}
@@ -662,14 +662,10 @@ class KueueHelm:
                 self.cluster.delete(api_path("apiregistration.k8s.io/v1", "apiservices", name=name))  # 404: False
             except ApiException as exc:
                 raise describe_kube_error(exc)
-        deadline = time.time() + (self.p["timeout"] if self.p["wait"] else 0)
-        left = list(names)
-        while left:
-            left = [svc["metadata"]["name"] for svc in self.apiservices() if svc["metadata"]["name"] in names]
-            if not left or time.time() >= deadline:
-                break
-            time.sleep(0.2)
-        if left and self.p["wait"]:
+        left, gone = poll_until(
+            lambda: [svc["metadata"]["name"] for svc in self.apiservices() if svc["metadata"]["name"] in names],
+            lambda left: not left, Deadline(self.p["timeout"] if self.p["wait"] else 0), 0.2)
+        if not gone and self.p["wait"]:
             raise KueueOpsError("APIService(s) %s still present %ss after their deletion" % (
                 ", ".join(left), self.p["timeout"]), field="timeout",
                 fix="raise timeout, or look at what holds them: kubectl get apiservice %s -o yaml" % " ".join(left))
@@ -678,13 +674,12 @@ class KueueHelm:
         """Remove kueue.x-k8s.io/ finalizers from the objects of terminating Kueue CRDs until
         the CRDs are gone (or `timeout` seconds pass). Returns how many objects it patched."""
         cleared = set()
-        deadline = time.time() + timeout
-        while True:
+        kept = []  # objects held by finalizers that are not Kueue's (nobody here removes them)
+
+        def terminating():
             crds = [c for c in self.cluster.items(api_path("apiextensions.k8s.io/v1", "customresourcedefinitions"))
                     if c["spec"]["group"] == GROUP]
-            if not crds:
-                return len(cleared)
-            kept = []  # objects held by finalizers that are not Kueue's (nobody here removes them)
+            del kept[:]
             for crd in crds:
                 version = [v["name"] for v in crd["spec"]["versions"] if v.get("storage")][0]
                 plural = crd["spec"]["names"]["plural"]
@@ -710,15 +705,16 @@ class KueueHelm:
                     except ApiException as exc:
                         if exc.status not in (404, 409):
                             raise
-            if time.time() >= deadline:
-                if timeout:
-                    raise KueueOpsError("Kueue CRDs still terminating after %ss: %s%s" % (
-                        timeout, ", ".join(c["metadata"]["name"] for c in crds),
-                        "; objects held by finalizers that are not Kueue's: %s" % "; ".join(kept[:10]) if kept
-                        else ""), field="timeout",
-                        fix="raise timeout, or remove those finalizers (whoever added them should)")
-                return len(cleared)
-            time.sleep(0.5)
+            return crds
+
+        crds, gone = poll_until(terminating, lambda crds: not crds, Deadline(timeout), 0.5)
+        if not gone and timeout:
+            raise KueueOpsError("Kueue CRDs still terminating after %ss: %s%s" % (
+                timeout, ", ".join(c["metadata"]["name"] for c in crds),
+                "; objects held by finalizers that are not Kueue's: %s" % "; ".join(kept[:10]) if kept
+                else ""), field="timeout",
+                fix="raise timeout, or remove those finalizers (whoever added them should)")
+        return len(cleared)
 
     def namespace_exists(self):
         try:
@@ -734,25 +730,13 @@ class KueueHelm:
             raise describe_kube_error(exc)
         if not self.p["wait"]:
             return
-        namespaces = api_path("v1", "namespaces")
-        selector = "metadata.name=%s" % ns
-        deadline = time.time() + self.p["timeout"]
-        while time.time() < deadline:
-            try:
-                found, resource_version = self.cluster.list(namespaces, fieldSelector=selector)
-            except ApiException as exc:
-                raise describe_kube_error(exc)
-            if not found:
-                return
-            # A watch on this one namespace, from the list's version, returns as soon as it changes or is deleted.
-            try:
-                for event in self.cluster.watch(namespaces, resource_version,
-                                                max(1, min(10, int(deadline - time.time()))), fieldSelector=selector):
-                    if event["type"] == "DELETED":
-                        break
-            except ApiException as exc:
-                if exc.status != 410:  # 410 Gone: the list's version is too old already, list again
-                    raise
+        # A watch on this one namespace, from the list's version, returns as soon as it changes or is deleted.
+        try:
+            watch_until(self.cluster, api_path("v1", "namespaces"), Deadline(self.p["timeout"]),
+                        listed=lambda found: found, changed=lambda event: event["type"] != "DELETED",
+                        round_seconds=10, fieldSelector="metadata.name=%s" % ns)
+        except ApiException as exc:
+            raise describe_kube_error(exc)
         try:
             ns_obj = self.cluster.get(api_path("v1", "namespaces", name=ns))
         except ApiException as exc:

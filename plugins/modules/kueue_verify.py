@@ -71,7 +71,9 @@ options:
     description:
       - LocalQueues to prove admission on, as C(NAMESPACE/NAME). For each, a tiny suspended Job labelled
         C(kueue.x-k8s.io/queue-name) is submitted; the check passes when Kueue admits it (its Workload is
-        C(Admitted) and the Job is unsuspended). The Jobs are deleted afterwards, admitted or not.
+        C(Admitted) and the Job is unsuspended). The Jobs are deleted afterwards, admitted or not, and the module
+        waits for them to be gone as long as for the admission (O(timeout), 60 seconds when O(wait=false)); a Job
+        still present then fails the check C(smoke-test/cleanup).
       - Runs after the other checks pass. Not run in check mode (it creates Jobs).
     type: list
     elements: str

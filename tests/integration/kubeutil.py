@@ -28,9 +28,9 @@ def kueue_plurals(*kinds: str) -> dict:
 
 def wait_for(what: str, check, timeout: float = 120.0, interval: float = 0.5):
     """Poll `check` until it returns something truthy; fail with `what` and the last value."""
-    deadline = time.time() + timeout
+    deadline = time.monotonic() + timeout
     last = None
-    while time.time() < deadline:
+    while time.monotonic() < deadline:
         try:
             last = check()
         except Exception as exc:  # noqa: BLE001 - kept as the last observation

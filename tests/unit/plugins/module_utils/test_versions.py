@@ -1,0 +1,58 @@
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests for plugins/module_utils/versions.py, the one version parser, and for its four readers."""
+
+import pytest
+
+from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
+from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog, versions
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import HelmRunner
+
+
+@pytest.mark.parametrize('text,parsed', [
+    ('v0.19.2', (0, 19, 2, '', '')),
+    ('0.19.2', (0, 19, 2, '', '')),
+    (' V0.13.10 ', (0, 13, 10, '', '')),
+    ('0.19', (0, 19, None, '', '')),
+    ('0.19.6-aks.0.4.4', (0, 19, 6, '-', 'aks.0.4.4')),  # the managed extension: Kueue 0.19.6, AKS packaging 0.4.4
+    ('0.20.0-rc.1', (0, 20, 0, '-', 'rc.1')),
+    ('v3.19.5+g1234abc', (3, 19, 5, '+', 'g1234abc')),  # helm's own version with its build
+    ('1.34.1', (1, 34, 1, '', '')),
+])
+def test_parse(text, parsed):
+    assert tuple(versions.parse(text)) == parsed
+
+
+@pytest.mark.parametrize('text', [None, '', 'latest', 'v1', '1', '0.19.', '0.19.2-', '0.19.2 rc', 'x0.19.2', '0.19.2.1',
+                                  '0.19.2-aks_1', '.19.2', '0.-1.2'])
+def test_not_a_version(text):
+    assert versions.parse(text) is None
+
+
+def test_patch_required_core_and_text():
+    assert versions.parse('0.19', patch=True) is None
+    aks = versions.parse('v0.19.6-aks.0.4.4', patch=True)
+    assert aks.core == (0, 19, 6) and aks.minor_text == '0.19' and aks.text == '0.19.6-aks.0.4.4'
+    assert versions.parse('0.19').core == (0, 19, 0) and versions.parse('0.19').text == '0.19'
+    # Ordering of releases is numeric, not textual.
+    assert versions.parse('0.9.1').core < versions.parse('0.10.0').core < versions.parse('0.19.6-aks.0.4.4').core
+
+
+def test_the_readers_agree():
+    # Kueue versions (the catalog), the extension's version, Kubernetes versions and helm's, through one parser.
+    assert kueue_catalog.parse_version('v0.18.4') == (0, 18, 4) and kueue_catalog.minor_of('0.19.6-aks.0.4.4') == '0.19'
+    assert kueue_catalog.parse_version('0.19') == (0, 19, None) and kueue_catalog.parse_version('latest') is None
+    assert x.parse_minor('1.34.1') == (1, 34) and x.parse_minor('v1.33') == (1, 33) and x.parse_minor('') is None
+    base = dict(name='kueue', extension_type='microsoft.kueue', release_train='preview', auto_upgrade_mode=None,
+                release_namespace='kueue-system', configuration_settings=None, configuration_protected_settings=None,
+                update_protected_settings='on_create')
+    x.validate_params(dict(base, version='0.19.6-aks.0.4.4'))
+    for bad in ('0.19', 'latest', '0.19.6-'):
+        with pytest.raises(KueueOpsError) as err:
+            x.validate_params(dict(base, version=bad))
+        assert err.value.field == 'version'
+    assert HelmRunner(lambda args, **_kw: (0, 'v3.19.5+g1234abc', ''), '/usr/bin/helm').version == (3, 19, 5)
+    with pytest.raises(KueueOpsError) as err:
+        HelmRunner(lambda args, **_kw: (0, 'v3.19', ''), '/usr/bin/helm')
+    assert err.value.field == 'binary_path' and 'cannot tell the version of helm' in str(err.value)

@@ -1,0 +1,162 @@
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Unit tests for plugins/module_utils/wait.py: the loops' logic on a fake clock and a scripted cluster (the
+waits themselves run on the real API server in the integration tests and the fault drills)."""
+
+import pytest
+
+from ansible_collections.kueueops.aks.plugins.module_utils import wait
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+
+
+class Clock:
+    """A monotonic clock that moves only when someone pauses."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.pauses = []
+
+    def __call__(self):
+        return self.now
+
+    def pause(self, seconds):
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
+def test_deadline_is_monotonic_and_never_negative():
+    clock = Clock()
+    deadline = wait.Deadline(10, clock=clock)
+    assert deadline.remaining() == 10 and not deadline.expired()
+    clock.now += 4
+    assert deadline.remaining() == 6
+    clock.now += 7
+    assert deadline.remaining() == 0.0 and deadline.expired()
+    assert wait.Deadline(0, clock=clock).expired()
+    assert wait.Deadline(None, clock=clock).remaining() == 0.0
+    # The real one reads time.monotonic, not the wall clock.
+    assert wait.Deadline(5).end - wait.time.monotonic() <= 5
+
+
+def test_poll_until_done_timed_out_and_raising():
+    clock = Clock()
+    values = iter([3, 2, 1, 0])
+    value, done = wait.poll_until(lambda: next(values), lambda v: v == 0, wait.Deadline(60, clock=clock), 2,
+                                  pause=clock.pause)
+    assert (value, done) == (0, True) and clock.pauses == [2, 2, 2]
+
+    clock = Clock()
+    reads = []
+    value, done = wait.poll_until(lambda: reads.append(clock.now) or 'pending', lambda v: False,
+                                  wait.Deadline(5, clock=clock), 2, pause=clock.pause)
+    # Read at 0, 2, 4 and at the deadline (5); the last pause is what was left.
+    assert (value, done) == ('pending', False) and clock.pauses == [2, 2, 1] and len(reads) == 4
+
+    # A zero deadline reads once.
+    clock = Clock()
+    assert wait.poll_until(lambda: 'x', lambda v: False, wait.Deadline(0, clock=clock), 1,
+                           pause=clock.pause) == ('x', False) and clock.pauses == []
+
+    def failing():
+        raise RuntimeError('the operation failed')
+    with pytest.raises(RuntimeError):
+        wait.poll_until(failing, lambda v: True, wait.Deadline(5, clock=clock), 1, pause=clock.pause)
+
+
+class Events:
+    def __init__(self, events, fail=None):
+        self.events, self.fail, self.closed = list(events), fail, False
+
+    def __iter__(self):
+        for event in self.events:
+            yield event
+        if self.fail is not None:
+            raise self.fail
+
+    def close(self):
+        self.closed = True
+
+
+class Cluster:
+    """LIST and WATCH answers, in order; records the calls."""
+
+    def __init__(self, lists, watches):
+        self.lists, self.watches, self.calls, self.opened = list(lists), list(watches), [], []
+
+    def list(self, collection, **query):
+        self.calls.append(('list', collection, query))
+        answer = self.lists.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def watch(self, collection, rv, timeout_seconds, **query):
+        self.calls.append(('watch', rv, timeout_seconds, query))
+        events = self.watches.pop(0)
+        self.opened.append(events)
+        return events
+
+
+def _gone(name):
+    return lambda items: [i for i in items if i == name]
+
+
+def test_watch_until_ends_on_the_event_that_clears_what_is_pending():
+    clock = Clock()
+    cluster = Cluster([(['ns'], '7')], [Events([{'type': 'MODIFIED'}, {'type': 'DELETED'}, {'type': 'ADDED'}])])
+    seen = []
+
+    def changed(event):
+        seen.append(event['type'])
+        return event['type'] != 'DELETED'
+    assert not wait.watch_until(cluster, '/api/v1/namespaces', wait.Deadline(30, clock=clock), _gone('ns'), changed,
+                                round_seconds=10, pause=clock.pause, fieldSelector='metadata.name=ns')
+    assert seen == ['MODIFIED', 'DELETED']
+    assert cluster.calls == [('list', '/api/v1/namespaces', {'fieldSelector': 'metadata.name=ns'}),
+                             ('watch', '7', 10, {'fieldSelector': 'metadata.name=ns'})]
+    assert cluster.opened[0].closed
+
+
+def test_watch_until_lists_again_after_an_expired_or_ended_watch():
+    clock = Clock()
+    gone = ApiException(status=410, reason='Expired')
+    cluster = Cluster([(['a'], '1'), (['a'], '5'), ([], '9')], [Events([], fail=gone), Events([{'type': 'MODIFIED'}])])
+    assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True,
+                            pause=clock.pause) == []
+    assert [c[0] for c in cluster.calls] == ['list', 'watch', 'list', 'watch', 'list']
+    assert clock.pauses == []  # a 410 lists again at once
+    assert all(e.closed for e in cluster.opened)
+
+
+def test_watch_until_raises_a_broken_watch_unless_told_to_relist():
+    clock = Clock()
+    forbidden = ApiException(status=403, reason='Forbidden')
+    cluster = Cluster([(['a'], '1')], [Events([], fail=forbidden)])
+    with pytest.raises(ApiException):
+        wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True, pause=clock.pause)
+    assert cluster.opened[0].closed
+
+    dropped = ConnectionResetError('reset by peer')
+    cluster = Cluster([(['a'], '1'), (['a'], '2'), ([], '3')], [Events([], fail=forbidden), Events([], fail=dropped)])
+    assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True,
+                            errors='relist', pause=clock.pause) == []
+    assert clock.pauses == [1.0, 1.0]
+
+    # The LIST raises what is really wrong, whatever errors says.
+    cluster = Cluster([ConnectionRefusedError('down')], [])
+    with pytest.raises(ConnectionRefusedError):
+        wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True, errors='relist')
+
+
+def test_watch_until_returns_what_is_pending_at_the_deadline():
+    clock = Clock()
+
+    class Slow(Events):
+        def __iter__(self):
+            clock.now += 12  # the watch ran to its end
+            return iter([])
+    cluster = Cluster([(['a', 'b'], '1'), (['a'], '2')], [Slow([])])
+    assert wait.watch_until(cluster, '/c', wait.Deadline(10, clock=clock), lambda items: sorted(items),
+                            lambda e: True, pause=clock.pause) == ['a']
+    # The watch asked for no more than what was left of the deadline.
+    assert cluster.calls[1] == ('watch', '1', 10, {})
