@@ -28,7 +28,7 @@ import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
@@ -63,6 +63,10 @@ class QueueProblems(Exception):
         for idx, problem in enumerate(self.problems, 1):
             lines.append('%d) %s' % (idx, problem))
         return ' '.join(lines)
+
+    def failure_result(self):
+        """What a failed module returns besides the message (KueueOpsModule.run)."""
+        return {'problems': [p.as_dict() for p in self.problems], 'changed': False}
 
 
 def _status_body(exc):
@@ -139,6 +143,11 @@ class ApplyInterrupted(KueueOpsError):
     written (each with its action), ``unconfirmed`` the writes in flight when it happened."""
 
     SHOWN = 5
+
+    def failure_result(self):
+        """What a failed module returns besides the message: what was written (KueueOpsModule.run)."""
+        return {'applied': self.applied, 'unconfirmed': self.unconfirmed,
+                'changed': bool(self.applied or self.unconfirmed)}
 
     def __init__(self, stage, cause, host, applied, total, unconfirmed=(), held_cqs=()):
         self.stage = stage
@@ -587,17 +596,9 @@ def _ref(key, action=None):
 
 
 def _scrub(problems, values):
-    """Problems with every Secret value replaced by ``<redacted>`` (the API server does not echo
-    Secret data, but nothing is left to chance)."""
-    if not values:
-        return problems
-    out = []
-    for problem in problems:
-        text = problem.text
-        for value in sorted(values, key=len, reverse=True):
-            text = text.replace(value, q.REDACTED)
-        out.append(q.Problem(problem.obj, problem.field, text))
-    return out
+    """Problems with every Secret value replaced by the one marker (the API server does not echo Secret data, but
+    nothing is left to chance)."""
+    return [q.Problem(p.obj, p.field, scrub(p.text, values)) for p in problems] if values else problems
 
 
 def run(api_client, params, check_mode=False, diff=False, log=None, no_log_values=None):

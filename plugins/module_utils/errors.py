@@ -12,6 +12,21 @@ import json
 import re
 
 
+# The one marker that stands for a secret value in whatever a module shows (results, diffs, messages, warnings).
+REDACTED = 'VALUE_REDACTED_BY_KUEUEOPS'
+
+
+def scrub(text, secrets):
+    """``text`` (made a string) with every value of ``secrets`` replaced by ``REDACTED``, longest first (so that a
+    secret holding another is replaced whole). None stays None."""
+    if text is None:
+        return None
+    text = str(text)
+    for secret in sorted(set(str(s) for s in secrets or () if s), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
 class KueueOpsError(Exception):
     """A user-facing error: ``<field>: <problem>. Fix: <fix>``."""
 

@@ -21,7 +21,7 @@ import re
 import tempfile
 import urllib.parse
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, namespace_name_error
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError, namespace_name_error, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils import versions
 
 try:
@@ -45,7 +45,6 @@ CLUSTER_RESOURCE = 'managedClusters'
 EXTENSION_TYPE = 'microsoft.kueue'
 MIN_KUBERNETES = (1, 34)
 AUTO_UPGRADE_MODES = ('none', 'patch', 'compatible')
-REDACTED = 'VALUE_REDACTED_BY_KUEUEOPS'
 MIGRATE = 'playbooks/migrate.yml'
 
 SUCCEEDED = 'succeeded'
@@ -492,11 +491,7 @@ _CONNECTION_MARKERS = ('Failed to establish a new connection', 'Connection refus
 
 
 def _scrub(text, secrets):
-    text = str(text or '')
-    for secret in secrets or ():
-        if secret and len(str(secret)) >= 4:
-            text = text.replace(str(secret), '********')
-    return text
+    return scrub(text or '', secrets)
 
 
 def _arm_error(exc):

@@ -48,7 +48,7 @@ except ImportError:  # pragma: no cover
     yaml = None
     HAS_YAML = False
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils import versions
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     _check_file as check_file,
@@ -58,7 +58,6 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
 )
 
 MIN_HELM = (3, 13, 0)
-REDACTED = "********"
 _NOT_FOUND = "release: not found"
 
 
@@ -266,13 +265,7 @@ class HelmRunner:
 
     # -- secrets
     def scrub(self, text):
-        if text is None:
-            return text
-        text = str(text)
-        for secret in sorted(self.no_log_values, key=len, reverse=True):
-            if secret:
-                text = text.replace(secret, REDACTED)
-        return text
+        return scrub(text, self.no_log_values)
 
     def add_secret(self, value):
         if value:

@@ -18,7 +18,8 @@ from urllib.parse import quote, urlsplit
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import (
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import (  # noqa: F401 (REDACTED: kube_client.REDACTED)
+    REDACTED,
     KueueOpsError,
     api_exception_message,
 )
@@ -69,7 +70,6 @@ KUBE_AUTH_ARGSPEC = dict(
     impersonate_groups=dict(type='list', elements='str', fallback=(env_fallback, ['K8S_AUTH_IMPERSONATE_GROUPS'])),
 )
 
-REDACTED = 'VALUE_REDACTED_BY_KUEUEOPS'
 
 # users[].user keys that hold a secret (paths such as tokenFile are not secrets).
 _USER_SECRET_KEYS = frozenset(['token', 'client-key-data', 'password'])

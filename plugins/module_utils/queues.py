@@ -71,7 +71,7 @@ kubeconfig (key ``kubeconfig``) in the namespace Kueue runs in. Those Secrets,
 and only those, are accepted as input (core ``v1`` Secret in the Kueue
 namespace) so that a backup holding them can be restored; they are applied
 before the MultiKueueClusters. Their data never leaves this code: diffs show
-``<redacted>`` and ``secret_values`` lists what a caller must mask.
+``VALUE_REDACTED_BY_KUEUEOPS`` (errors.REDACTED) and ``secret_values`` lists what a caller must mask.
 """
 
 import base64
@@ -87,6 +87,7 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     yaml = None
 
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import (
     ALPHA, ALPHA_KINDS, EXPORT_METADATA, GROUP, KIND_ORDER, LAST_APPLIED, NAMESPACED, PLURALS, VERSIONS, key_label,
     kind_rank, obj_key, obj_label, strip_server_metadata)
@@ -102,7 +103,6 @@ MULTIKUEUE_CONTROLLER = GROUP + '/multikueue'
 PROVISIONING_REQUEST_CONTROLLER = GROUP + '/provisioning-request'
 PROVISIONING_REQUEST_API = ('autoscaling.x-k8s.io', 'v1', 'provisioningrequests')
 MULTIKUEUE_SECRET_KEY = 'kubeconfig'
-REDACTED = '<redacted>'
 _SECRET_FIELDS = ('apiVersion', 'kind', 'metadata', 'data', 'stringData', 'type', 'immutable')
 # Kinds that Kueue reports an Active condition for.
 ACTIVE_KINDS = ('ClusterQueue', 'LocalQueue')
@@ -139,8 +139,6 @@ class LoadError(Exception):
         super().__init__(text)
         self.field = field
         self.text = text
-
-
 
 
 # ----------------------------------------------------------------- quantities
@@ -526,7 +524,7 @@ def secret_values(objects):
 
 
 def redact_secret(obj, other=None):
-    """A Secret with every data value replaced by ``<redacted>`` (``<redacted, changed>`` where it
+    """A Secret with every data value replaced by ``REDACTED`` (``REDACTED (changed)`` where it
     differs from ``other``'s). Other kinds are returned as they are."""
     if not isinstance(obj, dict) or obj.get('kind') != 'Secret':
         return obj
@@ -534,7 +532,7 @@ def redact_secret(obj, other=None):
     theirs = (other or {}).get('data') or {} if isinstance(other, dict) else {}
     for field in ('data', 'stringData'):
         if isinstance(out.get(field), dict):
-            out[field] = dict((k, REDACTED if other is None or theirs.get(k) == v else '<redacted, changed>')
+            out[field] = dict((k, REDACTED if other is None or theirs.get(k) == v else REDACTED + ' (changed)')
                               for k, v in out[field].items())
     return out
 
@@ -702,12 +700,16 @@ def validate(objects, live, namespaces, create_namespaces=False, aks_managed=Fal
         declared.setdefault(obj['kind'], {})[obj_key(obj)] = obj
 
     def exists(kind, name, namespace=''):
+        if not isinstance(name, str):
+            return False  # missing_text says what it must be
         key = (kind, namespace, name)
         if key in declared.get(kind, {}):
             return True
         return key in (live.get(kind) or {}) and key not in pruned
 
     def missing_text(kind, name, namespace=''):
+        if not isinstance(name, str):
+            return 'must be the name of a %s (a string), got %r' % (kind, name)
         key = (kind, namespace, name)
         if key in (live.get(kind) or {}) and key in pruned:
             return '%s %r is not in the input and would be pruned; declare it again or drop the reference' % (kind, name)
@@ -824,7 +826,12 @@ def validate(objects, live, namespaces, create_namespaces=False, aks_managed=Fal
         if key not in pruned:
             parents[key[2]] = (obj.get('spec') or {}).get('parentName') or None
     for key, obj in declared.get('Cohort', {}).items():
-        parents[key[2]] = (obj.get('spec') or {}).get('parentName') or None
+        parent = (obj.get('spec') or {}).get('parentName') or None
+        if parent is not None and not isinstance(parent, str):
+            problems.append(Problem(key_label(key), 'spec.parentName',
+                                    'must be the name of the parent cohort (a string), got %r' % (parent,)))
+            parent = None
+        parents[key[2]] = parent
     for cycle in find_cohort_cycles(parents):
         ring = ' -> '.join(cycle + [cycle[0]])
         for member in cycle:
@@ -845,9 +852,9 @@ def implicit_cohorts(objects, live):
     backed.update(o['metadata']['name'] for o in objects if o['kind'] == 'Cohort')
     named = set()
     for obj in objects:
-        if obj['kind'] == 'ClusterQueue' and cohort_of(obj):
+        if obj['kind'] == 'ClusterQueue' and isinstance(cohort_of(obj), str):
             named.add(cohort_of(obj))
-        if obj['kind'] == 'Cohort' and (obj.get('spec') or {}).get('parentName'):
+        if obj['kind'] == 'Cohort' and isinstance((obj.get('spec') or {}).get('parentName'), str):
             named.add(obj['spec']['parentName'])
     return sorted(named - backed)
 

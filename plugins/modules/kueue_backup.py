@@ -196,14 +196,8 @@ import os
 import re
 import shutil
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
-    KUBE_AUTH_ARGSPEC,
-    describe_kube_error,
-    get_api_client,
-)
+from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
 
@@ -212,7 +206,7 @@ _RESOURCE_ID_RE = re.compile(r'^/subscriptions/[^/]+/resourceGroups/[^/]+/provid
 
 
 def main():
-    argument_spec = dict(
+    module = KueueOpsModule(dict(
         dest=dict(type='path'),
         path=dict(type='path'),
         include_secrets=dict(type='bool', default=False),
@@ -223,42 +217,27 @@ def main():
         cluster_resource_id=dict(type='str'),
         verify=dict(type='bool', default=True),
         verify_path=dict(type='path'),
-    )
-    argument_spec.update(KUBE_AUTH_ARGSPEC)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True,
-                           mutually_exclusive=[('dest', 'path', 'verify_path')],
-                           required_one_of=[('dest', 'path', 'verify_path')])
+    ), supports_check_mode=True, mutually_exclusive=[('dest', 'path', 'verify_path')],
+        required_one_of=[('dest', 'path', 'verify_path')])
     params = module.params
     if params['verify_path']:
         verify_only(module, params['verify_path'])
     if b.yaml is None:
-        module.fail_json(msg=KueueOpsError('PyYAML is not installed', field='dest',
-                                           fix='pip install PyYAML in the Python that runs the module').message())
+        module.refuse('PyYAML is not installed', 'dest', 'pip install PyYAML in the Python that runs the module')
     resource_id = params['cluster_resource_id']
     cluster_name = params['cluster_name']
     if resource_id:
         match = _RESOURCE_ID_RE.match(resource_id)
         if not match:
-            module.fail_json(msg=KueueOpsError(
-                '%r is not the ARM resource ID of an AKS cluster' % resource_id, field='cluster_resource_id',
-                fix='give /subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.ContainerService/'
-                    'managedClusters/<name> (az aks show --query id -o tsv)').message())
+            module.refuse('%r is not the ARM resource ID of an AKS cluster' % resource_id, 'cluster_resource_id',
+                          'give /subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.ContainerService/'
+                          'managedClusters/<name> (az aks show --query id -o tsv)')
         cluster_name = cluster_name or match.group('name')
     field = 'dest' if params['dest'] else 'path'
 
-    api_client = get_api_client(module)
-    try:
-        result = run(module, api_client, params, cluster_name, field)
-    except KueueOpsError as exc:
-        failure = exc.message()
-    except Exception as exc:  # pylint: disable=broad-except
-        failure = describe_kube_error(exc, host=api_client.configuration.host).message()
-        failure += ' (nothing was written)'
-    else:
-        failure = None
-    if failure is not None:
-        # Outside the except block: a user-facing message, no traceback attached.
-        module.fail_json(changed=False, msg=failure)
+    api_client = module.api_client
+    result = module.run(lambda: run(module, api_client, params, cluster_name, field), changed=False,
+                        describe=lambda exc: module.failure(exc)['msg'] + ' (nothing was written)')
     for item in result['excluded']:
         if item['kind'] == 'Secret' and 'does not exist' in item['reason']:
             module.warn('Secret %s/%s %s' % (item['namespace'], item['name'], item['reason']))

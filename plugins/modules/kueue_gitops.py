@@ -91,14 +91,8 @@ import json
 import os
 import tempfile
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
-    KUBE_AUTH_ARGSPEC,
-    describe_kube_error,
-    get_api_client,
-)
+from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 FORMAT = 'kueueops.aks/kueue_gitops/v1'
@@ -290,36 +284,20 @@ def resume(module, gitops, refs, state_file):
 
 
 def main():
-    argument_spec = dict(
+    module = KueueOpsModule(dict(
         state=dict(type='str', required=True, choices=['paused', 'resumed']),
         objects=dict(type='list', elements='dict', default=[]),
         state_file=dict(type='path', required=True),
-    )
-    argument_spec.update(KUBE_AUTH_ARGSPEC)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    ), supports_check_mode=True)
     params = module.params
-    try:
-        refs = [parse_ref(item, idx) for idx, item in enumerate(params['objects'])]
-        if params['state'] == 'paused' and not refs:
-            raise KueueOpsError('no objects to pause', field='objects',
-                                fix='list the Flux Kustomizations/HelmReleases and Argo CD Applications to pause')
-    except KueueOpsError as exc:
-        module.fail_json(msg=exc.message())
-    api_client = get_api_client(module)
-    gitops = GitOps(api_client, module.check_mode)
+    refs = module.run(lambda: [parse_ref(item, idx) for idx, item in enumerate(params['objects'])])
+    if params['state'] == 'paused' and not refs:
+        module.refuse('no objects to pause', 'objects',
+                      'list the Flux Kustomizations/HelmReleases and Argo CD Applications to pause')
+    gitops = GitOps(module.api_client, module.check_mode)
     state_file = os.path.abspath(params['state_file'])
-    failure = None
-    try:
-        if params['state'] == 'paused':
-            changed, out = pause(module, gitops, refs, state_file)
-        else:
-            changed, out = resume(module, gitops, refs, state_file)
-    except KueueOpsError as exc:
-        failure = exc.message()
-    except Exception as exc:  # pylint: disable=broad-except
-        failure = describe_kube_error(exc, host=api_client.configuration.host).message()
-    if failure is not None:
-        module.fail_json(msg=failure, state_file=state_file)
+    change = pause if params['state'] == 'paused' else resume
+    changed, out = module.run(lambda: change(module, gitops, refs, state_file), state_file=state_file)
     module.exit_json(changed=changed, objects=out, state_file=state_file)
 
 

@@ -139,14 +139,8 @@ workloads:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, namespace_name_error
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
-    KUBE_AUTH_ARGSPEC,
-    describe_kube_error,
-    get_api_client,
-)
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils import install_method as im
@@ -223,25 +217,14 @@ def gather(api_client, namespace, release_name):
 
 
 def main():
-    argument_spec = dict(
+    module = KueueOpsModule(dict(
         kueue_namespace=dict(type='str', default='kueue-system'),
         release_name=dict(type='str', default='kueue'),
-    )
-    argument_spec.update(KUBE_AUTH_ARGSPEC)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    problem = namespace_name_error(module.params['kueue_namespace'], 'kueue_namespace')
-    if problem is not None:
-        module.fail_json(changed=False, msg=problem.message())
-    api_client = get_api_client(module)
-    try:
-        result = gather(api_client, module.params['kueue_namespace'], module.params['release_name'])
-    except Exception as exc:  # pylint: disable=broad-except
-        failure = describe_kube_error(exc, host=api_client.configuration.host).message()
-    else:
-        failure = None
-    if failure is not None:
-        # Outside the except block: a user-facing message, no traceback attached.
-        module.fail_json(changed=False, msg=failure)
+    ), supports_check_mode=True)
+    module.check_namespace('kueue_namespace')
+    api_client = module.api_client
+    result = module.run(lambda: gather(api_client, module.params['kueue_namespace'], module.params['release_name']),
+                        changed=False)
     module.exit_json(**result)
 
 

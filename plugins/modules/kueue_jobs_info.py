@@ -71,14 +71,8 @@ finished:
   type: int
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import label_key_error, namespace_name_error
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
-    KUBE_AUTH_ARGSPEC,
-    describe_kube_error,
-    get_api_client,
-)
+from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 
@@ -116,26 +110,15 @@ def list_jobs(api_client, label, namespaces):
 
 
 def main():
-    argument_spec = dict(
+    module = KueueOpsModule(dict(
         namespaces=dict(type='list', elements='str', default=[]),
         label=dict(type='str', default='kueue.x-k8s.io/queue-name'),
-    )
-    argument_spec.update(KUBE_AUTH_ARGSPEC)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    problems = [label_key_error(module.params['label'], 'label')]
-    problems += [namespace_name_error(ns, 'namespaces[%d]' % idx) for idx, ns in enumerate(module.params['namespaces'])]
-    problems = [p for p in problems if p is not None]
-    if problems:
-        module.fail_json(msg=problems[0].message())
-    api_client = get_api_client(module)
-    try:
-        jobs = list_jobs(api_client, module.params['label'], module.params['namespaces'])
-    except Exception as exc:  # pylint: disable=broad-except
-        failure = describe_kube_error(exc, host=api_client.configuration.host).message()
-    else:
-        failure = None
-    if failure is not None:
-        module.fail_json(msg=failure)
+    ), supports_check_mode=True)
+    module.refuse_first([label_key_error(module.params['label'], 'label')] +
+                        [namespace_name_error(ns, 'namespaces[%d]' % idx)
+                         for idx, ns in enumerate(module.params['namespaces'])])
+    api_client = module.api_client
+    jobs = module.run(lambda: list_jobs(api_client, module.params['label'], module.params['namespaces']))
     namespaces = summarise(jobs, module.params['label'])
     module.exit_json(changed=False, namespaces=namespaces,
                      suspended=sum(len(n['suspended']) for n in namespaces.values()),

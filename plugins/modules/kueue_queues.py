@@ -14,7 +14,7 @@ description:
   - B(MultiKueue Secrets.) The Secrets that MultiKueueClusters read worker kubeconfigs from (core C(v1) Secrets
     in O(kueue_namespace) with the key C(kubeconfig)) are accepted from O(secrets) or O(src) (a backup taken with
     C(include_secrets) holds them), and only those (a Secret no MultiKueueCluster uses is refused). They are applied
-    before the MultiKueueClusters. Their values never appear in results, diffs (C(<redacted>)) or errors; they
+    before the MultiKueueClusters. Their values never appear in results, diffs (C(VALUE_REDACTED_BY_KUEUEOPS)) or errors; they
     are refused in O(resources), whose values Ansible may log.
   - B(API versions.) Writes C(kueue.x-k8s.io/v1beta2) where the cluster serves it, else C(v1beta1). Input may be
     written in either version; the fields Kueue renamed are converted (ClusterQueue C(spec.cohort) <->
@@ -290,20 +290,13 @@ problems:
             problem: "ClusterQueue 'team-x' does not exist in the input or the cluster"}]
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
-    KUBE_AUTH_ARGSPEC,
-    describe_kube_error,
-    get_api_client,
-)
 from ansible_collections.kueueops.aks.plugins.module_utils import queues
-from ansible_collections.kueueops.aks.plugins.module_utils.apply import ApplyInterrupted, QueueProblems, run
+from ansible_collections.kueueops.aks.plugins.module_utils.apply import run
+from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
 
 def main():
-    argument_spec = dict(
+    module = KueueOpsModule(dict(
         resources=dict(type='list', elements='dict', default=[]),
         secrets=dict(type='list', elements='dict', default=[], no_log=True),
         src=dict(type='path'),
@@ -318,44 +311,23 @@ def main():
         aks_extension=dict(type='bool'),
         kueue_namespace=dict(type='str', default='kueue-system'),
         workers=dict(type='int', default=8),
-    )
-    argument_spec.update(KUBE_AUTH_ARGSPEC)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    ), supports_check_mode=True)
     params = module.params
-    if params['timeout'] <= 0:
-        module.fail_json(msg=KueueOpsError('must be a positive number of seconds', field='timeout',
-                                           fix='give the seconds the whole run may take').message())
+    module.check_seconds('timeout')
     if params['workers'] < 1 or params['workers'] > 64:
-        module.fail_json(msg=KueueOpsError('must be between 1 and 64, got %d' % params['workers'], field='workers',
-                                           fix='give the number of concurrent requests, for example the default '
-                                               '8').message())
+        module.refuse('must be between 1 and 64, got %d' % params['workers'], 'workers',
+                      'give the number of concurrent requests, for example the default 8')
     if not params['resources'] and not params['src'] and not params['secrets'] and not params['prune']:
-        module.fail_json(msg=KueueOpsError('nothing to do', field='resources',
-                                           fix='give resources and/or src (or prune: true to delete everything '
-                                               'this module applied)').message())
+        module.refuse('nothing to do', 'resources',
+                      'give resources and/or src (or prune: true to delete everything this module applied)')
     if queues.yaml is None:
-        module.fail_json(msg=KueueOpsError('PyYAML is not installed', field='src',
-                                           fix='pip install PyYAML in the Python that runs the module').message())
+        module.refuse('PyYAML is not installed', 'src', 'pip install PyYAML in the Python that runs the module')
 
-    api_client = get_api_client(module)
-    failure = None
-    try:
-        # Secret values read from src or the cluster join no_log_values as soon as they are read, so
-        # that exit_json/fail_json mask them wherever they would appear.
-        result = run(api_client, params, check_mode=module.check_mode, diff=module._diff,
-                     no_log_values=module.no_log_values)
-    except QueueProblems as exc:
-        failure = dict(msg=exc.message(), problems=[p.as_dict() for p in exc.problems], changed=False)
-    except ApplyInterrupted as exc:
-        # The API server stopped answering after writes began: say what was written.
-        failure = dict(msg=exc.message(), applied=exc.applied, unconfirmed=exc.unconfirmed,
-                       changed=bool(exc.applied or exc.unconfirmed))
-    except Exception as exc:  # pylint: disable=broad-except
-        failure = dict(msg=describe_kube_error(exc, host=api_client.configuration.host).message(), changed=False)
-    if failure is not None:
-        # Outside the except block: a user-facing message, no traceback attached.
-        module.fail_json(**failure)
-
+    api_client = module.api_client
+    # Secret values read from src or the cluster join no_log_values as soon as they are read, so that
+    # exit_json/fail_json mask them wherever they would appear.
+    result = module.run(lambda: run(api_client, params, check_mode=module.check_mode, diff=module._diff,
+                                    no_log_values=module.no_log_values), changed=False)
     for item in (result.get('prune_waiting') or []) + (result.get('delete_waiting') or []):
         module.warn('%s %s%s is still being deleted after %ss (the run waits at most 15s for deletions, then '
                     'reports them here): %s' % (item['kind'], item.get('namespace', '') and item['namespace'] + '/',

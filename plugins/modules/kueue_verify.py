@@ -191,15 +191,8 @@ queues:
     local_queues: [{name: user-queue, namespace: team-a, cluster_queue: team-a, active: true, pending: 0, admitted: 2}]
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import effective_from_deployment
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
-    KUBE_AUTH_ARGSPEC,
-    describe_kube_error,
-    get_api_client,
-)
+from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 from ansible_collections.kueueops.aks.plugins.module_utils.queues import parse_quantity
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import (
     DEFAULT_CRDS,
@@ -238,7 +231,7 @@ def expectation_checks(verifier, params, report):
 
 
 def main():
-    argument_spec = dict(
+    module = KueueOpsModule(dict(
         namespace=dict(type="str", default="kueue-system"),
         install_method=dict(type="str", default="auto", choices=["auto", "helm", "extension"]),
         release_name=dict(type="str", default="kueue"),
@@ -252,28 +245,20 @@ def main():
         wait=dict(type="bool", default=True),
         timeout=dict(type="int", default=300, aliases=["wait_timeout"]),
         fail_on_error=dict(type="bool", default=True),
-    )
-    argument_spec.update(KUBE_AUTH_ARGSPEC)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    ), supports_check_mode=True)
     params = module.params
-    if params["timeout"] < 0:
-        module.fail_json(msg=KueueOpsError("must be zero or more seconds", field="timeout",
-                                           fix="give a non-negative number of seconds").message())
+    module.check_seconds("timeout", minimum=0)
     for name, value in (params.get("feature_gates") or {}).items():
         if not isinstance(value, bool) and str(value).lower() not in ("true", "false"):
-            module.fail_json(msg=KueueOpsError("gate %s has value %r" % (name, value), field="feature_gates",
-                                               fix="map each gate name to true or false").message())
+            module.refuse("gate %s has value %r" % (name, value), "feature_gates", "map each gate name to true or false")
     if params.get("feature_gates"):
         params["feature_gates"] = {k: v if isinstance(v, bool) else str(v).lower() == "true"
                                    for k, v in params["feature_gates"].items()}
-
     for ref in params["smoke_test"]:
         try:
             parse_queue_ref(ref)
         except ValueError as exc:
-            module.fail_json(msg=KueueOpsError(str(exc), field="smoke_test",
-                                               fix="write each queue as NAMESPACE/LOCALQUEUE").message())
-
+            module.refuse(str(exc), "smoke_test", "write each queue as NAMESPACE/LOCALQUEUE")
     for resource, quantity in (params["smoke_test_requests"] or {}).items():
         try:
             ok = parse_quantity(quantity) > 0
@@ -281,48 +266,52 @@ def main():
         except ValueError as exc:
             ok, reason = False, str(exc)
         if not ok:
-            module.fail_json(msg=KueueOpsError(reason, field="smoke_test_requests.%s" % resource,
-                                               fix="give a positive quantity such as 10m (cpu) or 16Mi "
-                                                   "(memory)").message())
+            module.refuse(reason, "smoke_test_requests.%s" % resource,
+                          "give a positive quantity such as 10m (cpu) or 16Mi (memory)")
 
-    api_client = get_api_client(module)
     report = {}
-    try:
-        verifier = Verifier(api_client, namespace=params["namespace"], install_method="helm",
-                            release_name=params["release_name"], expected_crds=params["expected_crds"],
-                            webhook_probe=params["webhook_probe"])
-        method = params["install_method"]
-        if method == "auto":
-            method = verifier.detect_method()
-        verifier.install_method = method
-        extra = [expectation_checks(verifier, params, report)]
-        if params["wait"]:
-            checks = verifier.wait(params["timeout"], extra=extra)
-        else:
-            checks = verifier.run_checks(extra=extra)
-        if params["smoke_test"] and all(c.ok for c in checks) and not module.check_mode:
-            checks.extend(run_smoke_tests(api_client, params["smoke_test"], params["smoke_test_requests"],
-                                          params["timeout"] if params["wait"] else 60))
-        if params["queues"]:
-            report["queues"] = verifier.queue_status()
-    except Exception as exc:  # pylint: disable=broad-except
-        module.fail_json(msg=describe_kube_error(exc, host=api_client.configuration.host).message())
-
+    checks, method = module.run(lambda: verify(module, params, report))
     failed = [c.name for c in checks if not c.ok]
     result = dict(changed=False, ok=not failed, checks=[c.as_dict() for c in checks], failed_checks=failed,
                   install_method=method, **report)
     if failed and params["fail_on_error"]:
-        reasons = "; ".join("%s: %s" % (c.name, c.reason) for c in checks if not c.ok)
-        hint = (" Look at: kubectl -n %s get deploy,pods; kubectl -n %s logs deploy/kueue-controller-manager; "
-                "kubectl get crd | grep kueue" % (params["namespace"], params["namespace"]))
-        unavailable = [c.name.split("/", 1)[1] for c in checks if not c.ok and c.name.startswith("apiservice/")]
-        if unavailable:
-            hint += "; kubectl get apiservice %s -o yaml (the visibility server runs in the manager)" % " ".join(
-                unavailable)
-        waited = " after waiting %ss (timeout)" % params["timeout"] if params["wait"] else ""
-        module.fail_json(msg="Kueue verification failed%s (%d of %d checks): %s.%s" % (
-            waited, len(failed), len(checks), reasons, hint), **result)
+        module.fail_json(msg=failure_message(checks, params), **result)
     module.exit_json(**result)
+
+
+def verify(module, params, report):
+    """The checks (and the smoke test), and the install method they were run for."""
+    verifier = Verifier(module.api_client, namespace=params["namespace"], install_method="helm",
+                        release_name=params["release_name"], expected_crds=params["expected_crds"],
+                        webhook_probe=params["webhook_probe"])
+    method = params["install_method"]
+    if method == "auto":
+        method = verifier.detect_method()
+    verifier.install_method = method
+    extra = [expectation_checks(verifier, params, report)]
+    if params["wait"]:
+        checks = verifier.wait(params["timeout"], extra=extra)
+    else:
+        checks = verifier.run_checks(extra=extra)
+    if params["smoke_test"] and all(c.ok for c in checks) and not module.check_mode:
+        checks.extend(run_smoke_tests(module.api_client, params["smoke_test"], params["smoke_test_requests"],
+                                      params["timeout"] if params["wait"] else 60))
+    if params["queues"]:
+        report["queues"] = verifier.queue_status()
+    return checks, method
+
+
+def failure_message(checks, params):
+    failed = [c for c in checks if not c.ok]
+    reasons = "; ".join("%s: %s" % (c.name, c.reason) for c in failed)
+    hint = (" Look at: kubectl -n %s get deploy,pods; kubectl -n %s logs deploy/kueue-controller-manager; "
+            "kubectl get crd | grep kueue" % (params["namespace"], params["namespace"]))
+    unavailable = [c.name.split("/", 1)[1] for c in failed if c.name.startswith("apiservice/")]
+    if unavailable:
+        hint += "; kubectl get apiservice %s -o yaml (the visibility server runs in the manager)" % " ".join(
+            unavailable)
+    waited = " after waiting %ss (timeout)" % params["timeout"] if params["wait"] else ""
+    return "Kueue verification failed%s (%d of %d checks): %s.%s" % (waited, len(failed), len(checks), reasons, hint)
 
 
 if __name__ == "__main__":

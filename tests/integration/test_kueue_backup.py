@@ -455,7 +455,7 @@ def test_multikueue_with_its_kubeconfig_secret_round_trips(configured, dest):
     assert out["counts"]["MultiKueueCluster"]["created"] == 1
     assert out["counts"]["MultiKueueConfig"]["created"] == 1
     secret_diff = [d for d in out["diff"] if d["after_header"].startswith("Secret")][0]
-    assert secret_diff["after"]["data"] == {"kubeconfig": "<redacted>"}
+    assert secret_diff["after"]["data"] == {"kubeconfig": "VALUE_REDACTED_BY_KUEUEOPS"}
     after = live_normalised(kube, PLURALS)
     for key in mk_keys:
         assert after[key] == before[key], key

@@ -7,7 +7,7 @@ import stat
 import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils import helm_runner as hr
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import resolve_kube_options
 
 
@@ -125,7 +125,7 @@ def test_registry_login_secret_on_stdin_only_and_scrubbed():
         assert call["args"][1:] == ["registry", "login", "myacr.azurecr.io", "--username", "bob", "--password-stdin"]
         assert call["env"]["HELM_REGISTRY_CONFIG"].startswith(r._tmpdir)
         text = str(exc.value) + (exc.value.stderr or "")
-        assert secret not in text and hr.REDACTED in text
+        assert secret not in text and REDACTED in text
         assert hr.base64.b64encode(secret.encode()).decode() not in text
         assert secret in r.no_log_values
 

@@ -267,12 +267,12 @@ def test_secrets_applied_first_and_never_shown(mk_server):
     assert res['counts']['Secret']['created'] == 1
     assert KUBECONFIG in masked and 's3cr3t' not in json.dumps(res)
     secret_diff = [d for d in res['diff'] if d['after_header'].startswith('Secret')][0]
-    assert secret_diff['after']['data'] == {'kubeconfig': '<redacted>'}
+    assert secret_diff['after']['data'] == {'kubeconfig': 'VALUE_REDACTED_BY_KUEUEOPS'}
 
     # A new kubeconfig: the diff says changed, still without the value.
     res = engine_mod.run(FakeApiClient(), dict(resources=multikueue(), secrets=[kubeconfig_secret(KUBECONFIG + '#2')],
                                                state='present', wait=True, timeout=60, workers=4), diff=True)
-    assert [d['after']['data'] for d in res['diff']] == [{'kubeconfig': '<redacted, changed>'}]
+    assert [d['after']['data'] for d in res['diff']] == [{'kubeconfig': 'VALUE_REDACTED_BY_KUEUEOPS (changed)'}]
     assert 's3cr3t' not in json.dumps(res)
 
 
@@ -286,7 +286,7 @@ def test_secret_in_resources_refused_and_errors_scrubbed(mk_server):
     mk_server.reject[('Secret', 'kueue-system', 'w1-kubeconfig')] = ('data', 'echoing %s' % encoded)
     with pytest.raises(engine_mod.QueueProblems) as err:
         run(multikueue(), secrets=[kubeconfig_secret()])
-    assert encoded not in err.value.message() and '<redacted>' in err.value.message()
+    assert encoded not in err.value.message() and 'VALUE_REDACTED_BY_KUEUEOPS' in err.value.message()
     assert writes(mk_server) == []
 
 

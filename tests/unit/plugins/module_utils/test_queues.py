@@ -313,6 +313,17 @@ def test_valid_configuration_has_no_problems():
     assert validate(objs) == []
 
 
+def test_a_reference_that_is_not_a_string_is_a_problem_not_a_crash():
+    # Found by tests/unit/fuzz: a list where a name belongs raised TypeError (unhashable) in validate.
+    bad_parent = dict(cohort('c'), spec={'parentName': [None]})
+    bad_queue = dict(lq('q', 'team-a', 'a'), spec={'clusterQueue': ['a']})
+    problems = validate([rf('default'), cq('a'), bad_parent, bad_queue])
+    assert [(p.obj, p.field) for p in problems] == [('LocalQueue team-a/q', 'spec.clusterQueue'),
+                                                    ('Cohort c', 'spec.parentName')]
+    assert all('(a string), got [' in str(p) for p in problems)
+    assert q.implicit_cohorts([bad_parent, dict(cq('b'), spec={'cohortName': ['x']})], {}) == []
+
+
 def test_references_resolve_against_the_cluster():
     objs = [cq('a'), lq('q', 'team-a', 'a')]
     assert validate(objs, live=[rf('default')]) == []
@@ -658,11 +669,11 @@ def test_secret_values_and_redaction():
     values = q.secret_values([obj, rf('x'), {'kind': 'Secret', 'stringData': {'k': 'plain'}}])
     assert values == {KUBECONFIG_B64, KUBECONFIG, 'plain'}
     view = q.diff_view(obj)
-    assert view['data'] == {'kubeconfig': '<redacted>'}
+    assert view['data'] == {'kubeconfig': 'VALUE_REDACTED_BY_KUEUEOPS'}
     changed = copy.deepcopy(obj)
     changed['data']['kubeconfig'] = 'Y2hhbmdlZA=='
-    assert q.diff_view(changed, obj)['data'] == {'kubeconfig': '<redacted, changed>'}
-    assert q.diff_view(obj, obj)['data'] == {'kubeconfig': '<redacted>'}
+    assert q.diff_view(changed, obj)['data'] == {'kubeconfig': 'VALUE_REDACTED_BY_KUEUEOPS (changed)'}
+    assert q.diff_view(obj, obj)['data'] == {'kubeconfig': 'VALUE_REDACTED_BY_KUEUEOPS'}
     assert obj['data']['kubeconfig'] == KUBECONFIG_B64  # the input is untouched
     assert q.diff_view(rf('x')) == rf('x')
 
