@@ -1,11 +1,11 @@
-"""The status report renderer (module_utils/report.py) and its filter: pure logic."""
+"""The kueue_status_report filter (the renderer, module_utils/report.py, is tested in
+tests/unit/plugins/module_utils/test_report.py): pure logic."""
 
 import pytest
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kueueops.aks.plugins.filter.kueue_status_report import FilterModule, kueue_status_report
-from ansible_collections.kueueops.aks.plugins.module_utils import report
 
 RESULT = {
     'ok': False, 'version': 'v0.19.2', 'install_method': 'helm', 'failed_checks': ['webhook-roundtrip'],
@@ -23,45 +23,7 @@ RESULT = {
 }
 
 
-def test_text_lines_are_aligned_tables():
-    lines = report.render_lines(RESULT, 'aks-prod')
-    assert lines[0] == 'aks-prod: Kueue v0.19.2 (helm): 1 check(s) failed: webhook-roundtrip'
-    checks = lines[lines.index('Checks:') + 1:lines.index('ClusterQueues:')]
-    assert checks[0].split() == ['result', 'check', 'why']
-    assert [row.split()[0] for row in checks[2:]] == ['PASS', 'FAIL']
-    # Columns line up: every row starts its second column at the same offset.
-    offsets = {row.index(row.split()[1], len(row.split()[0])) for row in checks}
-    assert len(offsets) == 1
-    cq = ' '.join(lines)
-    assert 'on-demand cpu 4/32, memory 8Gi/128Gi; spot cpu 0/64' in cq
-    assert 'no (FlavorNotFound)' in cq and 'team-a/user-queue' in cq
-
-
-def test_all_passed_and_empty_queues():
-    ok = {'ok': True, 'version': 'v0.19.2', 'install_method': 'extension', 'failed_checks': [],
-          'checks': [{'name': 'crds', 'ok': True, 'reason': '11 established'}], 'queues': {}}
-    lines = report.render_lines(ok)
-    assert lines[0] == 'Kueue v0.19.2 (extension): all 1 checks passed'
-    assert 'ClusterQueues: none' in lines and 'LocalQueues: none' in lines
-
-
-def test_markdown_escapes_pipes_and_html_escapes_markup():
-    md = report.render({'aks-prod': RESULT}, 'markdown')
-    assert md.startswith('# Kueue status\n\n## aks-prod')
-    assert '| FAIL | webhook-roundtrip | dry-run <timed out> \\| retry |' in md
-    page = report.render({'aks-prod': RESULT}, 'html')
-    assert '&lt;timed out&gt;' in page and '<timed out>' not in page
-    assert '<tr class="fail"><td>FAIL</td>' in page and page.startswith('<!DOCTYPE html>')
-
-
-def test_several_clusters_sorted():
-    text = report.render({'b': RESULT, 'a': RESULT}, 'text')
-    assert text.index('a: Kueue') < text.index('b: Kueue')
-
-
 def test_unknown_format():
-    with pytest.raises(ValueError, match='format must be one of'):
-        report.render({'a': RESULT}, 'pdf')
     with pytest.raises(AnsibleFilterError, match='format must be one of'):
         kueue_status_report(RESULT, format='pdf')
 

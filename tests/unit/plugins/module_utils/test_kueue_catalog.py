@@ -169,22 +169,3 @@ def test_problems_fix_says_what_to_change_for_each_kind_of_problem():
     assert problems_fix("0.19.2", twice) == "list each integration once"
     both = validate_integrations("0.19.2", ["batch/job", "batch/job", "example.com/nosuch"])
     assert problems_fix("0.19.2", both) == "use names that Kueue 0.19.2 knows; list each integration once"
-
-
-def test_the_data_file_is_what_the_generator_writes():
-    """kueue_catalog_data.py holds the generated records and nothing else (issue 14, item 7): re-rendering what it
-    holds with the generator's own renderer gives the file back, byte for byte; the logic lives in kueue_catalog.py."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("gen_kueue_catalog", GEN)
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    text, start, end, records = gen.load_existing()
-    assert records == cat.GENERATED
-    assert text[start:end + len(gen.END)] == gen.render(records)
-    # Outside the markers: the licence header and the docstring only, no code.
-    outside = text[:start] + text[end + len(gen.END):]
-    assert "def " not in outside and "import" not in outside and "class " not in outside
-    # The logic file holds no generated record.
-    with open(cat.__file__.replace(".pyc", ".py"), encoding="utf-8") as handle:
-        logic = handle.read()
-    assert gen.BEGIN not in logic and "'feature_gates':" not in logic
