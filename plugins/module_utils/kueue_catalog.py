@@ -40,6 +40,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog_data im
 # Gates the Kubernetes feature-gate library itself understands in every binary.
 BUILTIN_GATES = ("AllAlpha", "AllBeta")
 
+
 class GateInfo:
     """One feature gate as a given Kueue minor defines it."""
 

@@ -141,8 +141,6 @@ class LoadError(Exception):
         self.text = text
 
 
-
-
 # ----------------------------------------------------------------- quantities
 # The grammar of k8s.io/apimachinery's resource.ParseQuantity (quantity.go, suffix.go): ASCII digits
 # only, binary suffixes Ki..Ei, decimal suffixes n, u, m, k, M, G, T, P, E, or an integer exponent.
