@@ -58,6 +58,19 @@ class KueueOpsError(Exception):
         return self.message()
 
 
+class ModuleFailure(Exception):
+    """A failure reported with ``fail_json(**result)`` exactly as given: no warnings or other keys added.
+
+    Raised by the module_utils classes that run without the AnsibleModule (``helm_install``,
+    ``extension_arm``) where the module failed on the spot before they moved there; the module's
+    ``main()`` catches it first and calls ``module.fail_json(**exc.result)``.
+    """
+
+    def __init__(self, **result):
+        super().__init__(result.get('msg'))
+        self.result = result
+
+
 # "User \"bob\" cannot list resource \"clusterqueues\" in API group \"kueue.x-k8s.io\" at the cluster scope"
 # "... cannot get resource \"configmaps\" in API group \"\" in the namespace \"kueue-system\""
 _FORBIDDEN_RE = re.compile(

@@ -157,18 +157,28 @@ def register_kubeconfig_secrets(module):
         module.no_log_values.update(kubeconfig_secret_values(kubeconfig))
 
 
+def missing_library(library, reason):
+    """``fail_json``'s arguments for a missing Python library (Ansible's missing_required_lib text), for the
+    module_utils code that runs without the AnsibleModule: it raises ``errors.ModuleFailure(**them)``."""
+    return dict(msg=missing_required_lib(library, reason=reason))
+
+
+def kubernetes_missing():
+    """``fail_json``'s arguments when the kubernetes library is missing (the import error as ``exception``),
+    else None."""
+    if HAS_KUBERNETES:
+        return None
+    return dict(missing_library('kubernetes', reason='to talk to the Kubernetes API; run `pip install kubernetes` '
+                                                     '(or `pip install -r requirements.txt` from the kueueops.aks '
+                                                     'collection) in the Python that runs the module'),
+                exception=KUBERNETES_IMPORT_ERROR)
+
+
 def require_kubernetes(module):
     """Fail the module with installation advice when the kubernetes library is missing."""
-    if not HAS_KUBERNETES:
-        module.fail_json(
-            msg=missing_required_lib(
-                'kubernetes',
-                reason='to talk to the Kubernetes API; run `pip install kubernetes` '
-                       '(or `pip install -r requirements.txt` from the kueueops.aks collection) '
-                       'in the Python that runs the module',
-            ),
-            exception=KUBERNETES_IMPORT_ERROR,
-        )
+    missing = kubernetes_missing()
+    if missing:
+        module.fail_json(**missing)
 
 
 _PRIVATE_DIR = []

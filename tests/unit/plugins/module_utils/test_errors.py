@@ -4,6 +4,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import (
     KueueOpsError,
+    ModuleFailure,
     api_exception_message,
     forbidden_permissions,
 )
@@ -135,3 +136,9 @@ def test_namespace_and_label_key_checks_name_the_field_and_the_fix():
     for bad in ('queue name!', 'a/b/c', 'Bad_Prefix/x', '/x', 'x/', '', 'a' * 64):
         msg = label_key_error(bad, 'label').message()
         assert msg.startswith('label: ') and 'Fix: give a label key' in msg, msg
+
+
+def test_module_failure_carries_fail_json_arguments_as_given():
+    exc = ModuleFailure(msg='host: unreachable.', release=None, changed=False)
+    assert exc.result == {'msg': 'host: unreachable.', 'release': None, 'changed': False}
+    assert str(exc) == 'host: unreachable.' and not isinstance(exc, KueueOpsError)

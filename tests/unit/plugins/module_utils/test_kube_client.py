@@ -4,6 +4,7 @@ import stat
 import pytest
 import yaml
 
+from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from kubernetes.client.exceptions import ApiException
 
@@ -355,3 +356,23 @@ def test_require_kubernetes_message(monkeypatch):
     assert 'kubernetes' in module.failed['msg'] and 'pip install kubernetes' in module.failed['msg']
     assert 'requirements.txt' in module.failed['msg']
     assert module.failed['exception'] == 'Traceback: ImportError'
+
+
+def test_kubernetes_missing_is_require_kubernetes_without_the_module(monkeypatch):
+    """The fail_json arguments that module_utils code raises as ModuleFailure (extension_arm's preflight) are the
+    ones require_kubernetes fails the module with."""
+    assert kube_client.kubernetes_missing() is None
+    monkeypatch.setattr(kube_client, 'HAS_KUBERNETES', False)
+    missing = kube_client.kubernetes_missing()
+    assert set(missing) == {'msg', 'exception'} and missing['exception'] == kube_client.KUBERNETES_IMPORT_ERROR
+    assert 'kubernetes' in missing['msg'] and 'pip install kubernetes' in missing['msg']
+
+    class Module:
+        def fail_json(self, **kwargs):
+            raise SystemExit(kwargs)
+
+    with pytest.raises(SystemExit) as exc:
+        kube_client.require_kubernetes(Module())
+    assert exc.value.args[0] == missing
+    assert kube_client.missing_library('PyYAML', reason='to read it') == {'msg': missing_required_lib(
+        'PyYAML', reason='to read it')}

@@ -1,0 +1,322 @@
+"""module_utils/helm_install.py: the decisions of kueue_helm on plain values, and KueueHelm driven with fakes up to
+the point where it contacts the cluster (the cluster-facing proof is tests/integration/test_kueue_helm.py)."""
+
+import pytest
+
+from ansible_collections.kueueops.aks.plugins.module_utils import helm_install as hi
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import HelmError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import REDACTED
+
+
+def params(**kw):
+    base = dict(state="present", timeout=300, values={}, values_files=[], registry_username=None,
+                registry_password=None, chart_ref="oci://registry.k8s.io/kueue/charts/kueue", chart_version="latest",
+                plain_http=False)
+    base.update(kw)
+    return base
+
+
+def test_no_ansible_basic_at_import():
+    """The class runs without the AnsibleModule: helm_install itself never imports ansible.module_utils.basic."""
+    with open(hi.__file__) as handle:
+        assert "ansible.module_utils.basic" not in handle.read()
+    assert "AnsibleModule" not in vars(hi)
+
+
+# ---- inputs, before anything is contacted ------------------------------------
+
+def test_normalize_is_what_helm_records():
+    assert hi.normalize(None) == {}
+    assert hi.normalize({"b": (1, 2), "a": {"c": True}}) == {"a": {"c": True}, "b": [1, 2]}
+
+
+def test_values_files_merge_in_order(tmp_path):
+    first, second = tmp_path / "a.yml", tmp_path / "b.yml"
+    first.write_text("controllerManager:\n  replicas: 1\n  x: keep\n")
+    second.write_text("controllerManager:\n  replicas: 2\n")
+    assert hi.load_values_files([str(first), str(second)]) == {"controllerManager": {"replicas": 2, "x": "keep"}}
+    empty = tmp_path / "empty.yml"
+    empty.write_text("")
+    assert hi.load_values_files([str(empty)]) == {}
+
+
+def test_values_files_refused(tmp_path):
+    with pytest.raises(KueueOpsError) as err:
+        hi.load_values_files([str(tmp_path / "absent.yml")])
+    assert err.value.message() == ("values_files: values file %s does not exist. Fix: give a path on the controller."
+                                   % (tmp_path / "absent.yml"))
+    bad = tmp_path / "bad.yml"
+    bad.write_text("a: [\n")
+    with pytest.raises(KueueOpsError) as err:
+        hi.load_values_files([str(bad)])
+    assert err.value.field == "values_files" and "cannot read values file %s" % bad in err.value.problem
+    listed = tmp_path / "list.yml"
+    listed.write_text("- a\n")
+    with pytest.raises(KueueOpsError) as err:
+        hi.load_values_files([str(listed)])
+    assert "is not a mapping (it holds a list)" in err.value.problem
+
+
+def test_check_inputs_order_and_messages(tmp_path):
+    loaded = []
+
+    def load(paths):
+        loaded.append(paths)
+        return {}
+
+    with pytest.raises(KueueOpsError) as err:
+        hi.check_inputs(params(timeout=0), load=load)
+    assert err.value.message() == "timeout: must be a positive number of seconds. Fix: e.g. timeout: 300."
+    assert loaded == []  # the timeout is refused before any file is read
+    with pytest.raises(KueueOpsError) as err:
+        hi.check_inputs(params(values={"controllerManager": {"managerConfig": {"a": 1}}}), load=load)
+    assert err.value.field == "values" and "controllerManager.managerConfig" in err.value.problem
+    assert "top-level managerConfig.controllerManagerConfigYaml" in err.value.fix
+    with pytest.raises(KueueOpsError) as err:
+        hi.check_inputs(params(registry_password="s3cr3t"), load=load)
+    assert err.value.message() == ("registry_username: registry_password is set without registry_username. "
+                                   "Fix: give both, or neither for an anonymous registry.")
+
+
+def test_check_inputs_values_files_only_for_present():
+    files = {"controllerManager": {"managerConfig": {"a": 1}}}
+    with pytest.raises(KueueOpsError) as err:
+        hi.check_inputs(params(values_files=["f"]), load=lambda paths: files)
+    assert err.value.problem.startswith("(in values_files) ")
+    assert hi.check_inputs(params(state="absent", values_files=["f"]), load=lambda paths: files) == {}
+    assert hi.check_inputs(params(values_files=["f"]), load=lambda paths: {"a": 1}) == {"a": 1}
+
+
+def test_helm_secrets():
+    assert hi.helm_secrets({}) == []
+    assert hi.helm_secrets({"HELM_KUBETOKEN": "tok"}, "user:p@ss/w", "regpw") == [
+        "tok", "user:p@ss/w", "p@ss/w", "p%40ss%2Fw", "regpw"]
+
+
+def test_managed_extension_error():
+    err = hi.managed_extension_error(["kube-system/kueue-extension"])
+    assert err.field == "allow_managed_extension"
+    assert "runs on this cluster (kube-system/kueue-extension); it is a cluster singleton" in err.problem
+
+
+# ---- the chart version -------------------------------------------------------
+
+@pytest.mark.parametrize("given,text", [("0.19.2", "0.19.2"), ("v0.19.2", "0.19.2")])
+def test_check_semver(given, text):
+    assert hi.check_semver(given) == text
+
+
+@pytest.mark.parametrize("given", ["0.19", "latest-ish", "v1"])
+def test_check_semver_refuses(given):
+    with pytest.raises(KueueOpsError) as err:
+        hi.check_semver(given)
+    assert err.value.message() == ("chart_version: %r is not a chart version. Fix: give an exact version such as "
+                                   "0.19.2, or latest." % given)
+
+
+def test_local_chart_version():
+    for wanted in ("latest", "0.19.2", "v0.19.2"):
+        assert hi.local_chart_version("/c", wanted, {"version": "0.19.2"}) == "0.19.2"
+    with pytest.raises(KueueOpsError) as err:
+        hi.local_chart_version("/c", "0.18.0", {"version": "0.19.2"})
+    assert err.value.message() == ("chart_version: the chart at /c is version 0.19.2, not 0.18.0. Fix: use latest or "
+                                   "0.19.2 with this chart path.")
+
+
+def test_check_catalog():
+    hi.check_catalog("0.14.2", {"TopologyAwareScheduling": True}, ["batch/job"])
+    hi.check_catalog("9.9.9", {"Bogus": True}, ["nope/x"])  # a version the catalog does not know: helm decides
+    with pytest.raises(KueueOpsError) as err:
+        hi.check_catalog("0.14.2", {"Bogus": True}, None)
+    assert err.value.field == "feature_gates" and "unknown feature gate 'Bogus'" in err.value.problem
+    with pytest.raises(KueueOpsError) as err:
+        hi.check_catalog("0.14.2", None, ["nope/x"])
+    assert err.value.field == "integrations" and "unknown integration framework 'nope/x'" in err.value.problem
+
+
+# ---- the plan ----------------------------------------------------------------
+
+RELEASE = {"name": "kueue", "namespace": "kueue-system", "revision": "2", "status": "deployed",
+           "chart": "kueue-0.19.2", "app_version": "v0.19.2"}
+
+
+def test_chart_version_of():
+    assert hi.chart_version_of(RELEASE) == "0.19.2"
+    assert hi.chart_version_of(dict(RELEASE, chart="my-kueue-fork-0.20.0")) == "0.20.0"
+
+
+def test_release_plan():
+    values = {"a": 1}
+    before, after, changed = hi.release_plan(None, None, "0.19.2", values)
+    assert (before, changed) == ({}, True)
+    assert after == {"chart_version": "0.19.2", "status": "deployed", "values": values}
+    assert hi.release_plan(RELEASE, values, "0.19.2", values)[2] is False
+    assert hi.release_plan(RELEASE, values, "0.19.3", values)[2] is True
+    assert hi.release_plan(RELEASE, {"a": 2}, "0.19.2", values)[2] is True
+    assert hi.release_plan(dict(RELEASE, status="failed"), values, "0.19.2", values)[2] is True
+
+
+def test_diff_hides_the_managed_extensions_values():
+    before, after, _ = hi.release_plan(RELEASE, {"secret": "x"}, "0.19.2", {"a": 1})
+    assert hi.diff_shown(before, after, extension=[]) == dict(before=before, after=after)
+    shown = hi.diff_shown(before, after, extension=["kube-system/kueue-extension"])
+    assert shown["before"] == dict(before, values=REDACTED) and shown["after"] == after
+    assert before["values"] == {"secret": "x"}  # compared, never changed
+    assert hi.diff_shown({}, after, extension=["x/y"]) == dict(before={}, after=after)
+
+
+@pytest.mark.parametrize("text,timeout", [("Error: context deadline exceeded", True),
+                                          ("timed out waiting for the condition", True),
+                                          ("Error: UPGRADE FAILED: forbidden", False)])
+def test_is_wait_timeout(text, timeout):
+    assert hi.is_wait_timeout(KueueOpsError(text)) is timeout
+    assert hi.is_wait_timeout(RuntimeError(text)) is timeout
+
+
+def test_wait_timeout_error():
+    exc = KueueOpsError("helm upgrade failed\nError: context deadline exceeded")
+    err = hi.wait_timeout_error(exc, ["deployment/kueue-controller-manager: 0/1 ready"], 60, "kueue-system")
+    assert err.message() == (
+        "timeout: helm --wait gave up after 60s (timeout) with the release not ready: "
+        "deployment/kueue-controller-manager: 0/1 ready; helm said: Error: context deadline exceeded. Fix: raise "
+        "timeout, or look at why: kubectl -n kueue-system get deploy,pods; kueueops.aks.kueue_verify.")
+    assert "no Deployment of namespace ns is unready now" in hi.wait_timeout_error(exc, [], 5, "ns").problem
+
+
+def test_deleted_warning():
+    assert hi.deleted_warning({"localqueues": 7, "clusterqueues": 2}) == (
+        "helm uninstall deleted Kueue's CRDs and with them 2 clusterqueues, 7 localqueues")
+
+
+@pytest.mark.parametrize("finalizers,held,body", [
+    (None, None, None),
+    (["kueue.x-k8s.io/resource-in-use"], None, {"metadata": {"finalizers": None, "resourceVersion": "7"}}),
+    (["kueue.x-k8s.io/a", "example.com/keep"], "localqueues team/q (finalizers example.com/keep)",
+     {"metadata": {"finalizers": ["example.com/keep"], "resourceVersion": "7"}}),
+    (["example.com/keep"], "localqueues team/q (finalizers example.com/keep)", None),
+])
+def test_finalizer_patch(finalizers, held, body):
+    meta = {"name": "q", "namespace": "team", "resourceVersion": "7"}
+    if finalizers is not None:
+        meta["finalizers"] = finalizers
+    assert hi.finalizer_patch("localqueues", meta) == (held, body)
+
+
+def test_finalizer_patch_cluster_scoped():
+    held, _ = hi.finalizer_patch("clusterqueues", {"name": "cq", "resourceVersion": "1", "finalizers": ["x/y"]})
+    assert held == "clusterqueues cq (finalizers x/y)"
+
+
+def test_terminating_messages():
+    crds = [{"metadata": {"name": "clusterqueues.kueue.x-k8s.io"}}]
+    assert hi.crds_terminating_error(30, crds, []).message() == (
+        "timeout: Kueue CRDs still terminating after 30s: clusterqueues.kueue.x-k8s.io. Fix: raise timeout, or "
+        "remove those finalizers (whoever added them should).")
+    assert "; objects held by finalizers that are not Kueue's: a; b" in hi.crds_terminating_error(
+        30, crds, ["a", "b"]).problem
+    ns = {"status": {"phase": "Terminating", "conditions": [
+        {"status": "True", "message": "Some content remains"}, {"status": "False", "message": "fine"}]}}
+    assert hi.namespace_terminating_error("kueue-system", 9, ns).problem == (
+        "namespace kueue-system still terminating after 9s: Some content remains")
+    assert hi.namespace_terminating_error("n", 9, {"status": {"phase": "Terminating"}}).problem.endswith(
+        ": Terminating")
+
+
+# ---- KueueHelm with fakes, up to the cluster ---------------------------------
+
+def helm(**kw):
+    calls = []
+    runner = hi.KueueHelm(params(**kw), connect=lambda: calls.append("connect"), run_command=None)
+    return runner, calls
+
+
+def test_input_problems_before_connecting():
+    runner, calls = helm(timeout=0)
+    with pytest.raises(KueueOpsError):
+        runner.run()
+    assert calls == [] and runner.warnings == []
+
+
+def test_fail_is_a_module_failure_without_warnings():
+    with pytest.raises(ModuleFailure) as err:
+        hi.KueueHelm.fail(KueueOpsError("broken", field="host", fix="mend it"), release=None, changed=False)
+    assert err.value.result == {"msg": "host: broken. Fix: mend it.", "release": None, "changed": False}
+    with pytest.raises(ModuleFailure) as err:
+        hi.KueueHelm.fail(RuntimeError("plain"))
+    assert err.value.result == {"msg": "plain"}
+
+
+def test_find_helm(tmp_path, monkeypatch):
+    binary = tmp_path / "helm"
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    runner, _ = helm(binary_path=str(binary))
+    assert runner.find_helm() == str(binary)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    runner, _ = helm(binary_path="helm")
+    assert runner.find_helm() == str(binary)
+    runner, _ = helm(binary_path="no-such-helm")
+    with pytest.raises(KueueOpsError) as err:
+        runner.find_helm()
+    assert err.value.field == "binary_path" and "PATH=%s" % tmp_path in err.value.problem
+    runner, _ = helm(binary_path=str(tmp_path / "absent"))
+    with pytest.raises(KueueOpsError) as err:
+        runner.find_helm()
+    assert "(looked in: %s)" % (tmp_path / "absent") in err.value.problem
+
+
+class FakeRunner:
+    """The HelmRunner calls resolve_version makes: show_chart answers from ``charts``, {version: Chart.yaml}."""
+
+    def __init__(self, charts):
+        self.charts = charts
+        self.calls = []
+
+    def show_chart(self, ref, version=None, plain_http=False, tls=None):
+        self.calls.append((ref, version))
+        if version not in self.charts:
+            raise HelmError('Error: failed to perform "FetchReference" on source: %s:%s: not found'
+                            % (ref[len("oci://"):], version))
+        return self.charts[version]
+
+
+def test_resolve_version():
+    runner, _ = helm(chart_version="latest")
+    fake = FakeRunner({None: {"version": "0.19.3"}})
+    assert runner.resolve_version(fake) == "0.19.3"
+    runner, _ = helm(chart_version=" v0.19.2 ")
+    fake = FakeRunner({"0.19.2": {"version": "0.19.2"}})
+    assert runner.resolve_version(fake) == "0.19.2"
+    assert fake.calls == [("oci://registry.k8s.io/kueue/charts/kueue", "0.19.2")]
+    runner, _ = helm(chart_version="latest")
+    with pytest.raises(KueueOpsError) as err:
+        runner.resolve_version(FakeRunner({None: {}}))
+    assert err.value.field == "chart_ref" and "has no version" in err.value.problem
+
+
+def test_a_pinned_version_not_published_names_the_newest():
+    runner, _ = helm(chart_version="0.1.0")
+    fake = FakeRunner({None: {"version": "0.19.3"}})
+    with pytest.raises(KueueOpsError) as err:
+        runner.resolve_version(fake)
+    assert err.value.message() == ("chart_version: version 0.1.0 is not published in "
+                                   "oci://registry.k8s.io/kueue/charts/kueue. Fix: give a published version (the "
+                                   "newest is 0.19.3), or latest.")
+    assert [version for _ref, version in fake.calls] == ["0.1.0", None]
+
+
+def test_resolve_version_local_chart(tmp_path):
+    runner, _ = helm(chart_ref=str(tmp_path), chart_version="latest")
+    fake = FakeRunner({None: {"version": "0.19.2"}})
+    assert runner.resolve_version(fake) == "0.19.2"
+    runner, _ = helm(chart_ref=str(tmp_path / "absent"))
+    with pytest.raises(KueueOpsError) as err:
+        runner.resolve_version(fake)
+    assert err.value.field == "chart_ref" and "neither an oci:// reference nor an existing chart path" in (
+        err.value.problem)
+
+
+def test_defaults_of_the_narrow_interface():
+    runner = hi.KueueHelm(params(), connect=None, run_command=None)
+    assert (runner.check_mode, runner.diff, runner.no_log_values, runner.warnings) == (False, False, set(), [])
