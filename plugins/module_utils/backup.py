@@ -663,3 +663,90 @@ def _ref(obj, reason):
 
 def flat(objects):
     return [o for kind in KIND_ORDER for o in objects.get(kind, [])]
+
+
+def take(api_client, params, cluster_name, field, check_mode=False):
+    """One kueue_backup run on ``params`` (the module's options): export, write atomically, read back and compare
+    with a fresh read of the cluster; in check mode, what would be written. Returns the module's result."""
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    exporter = Exporter(api_client, params['kueue_namespace'])
+    exporter.discover()
+    aks_extension = params['aks_extension']
+    if aks_extension is None:
+        aks_extension = exporter.detect_aks_extension()
+    image = exporter.manager_image()
+
+    objects, excluded, raw_queues = snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
+                                             aks_extension)
+    workloads = workload_counts(exporter.list_workloads(), raw_queues.get('LocalQueue', []),
+                                raw_queues.get('ClusterQueue', []))
+    api_versions = dict(exporter.served)
+    if params['include_secrets']:
+        api_versions['Secret'] = 'v1'
+    files = render(objects, dict((k, v if k == 'Secret' else '%s/%s' % (GROUP, v))
+                                 for k, v in api_versions.items()))
+    cluster = {'name': cluster_name, 'server': api_client.configuration.host,
+               'resource_id': params['cluster_resource_id']}
+    kueue = {'version': image_tag(image), 'image': image, 'namespace': params['kueue_namespace'],
+             'aks_extension': bool(aks_extension)}
+    manifest = build_manifest(files, now, cluster, kueue, api_versions, excluded, workloads,
+                              params['include_secrets'])
+
+    if params['path']:
+        path = os.path.abspath(params['path'])
+        unique = False
+    else:
+        path = os.path.join(os.path.abspath(params['dest']), folder_name(cluster_name, now))
+        unique = True
+    if not unique and os.path.lexists(path):
+        raise BackupExists('%s already exists; refusing to overwrite an existing backup' % path, field=field,
+                           fix='choose a new path (or give dest, under which a new folder is created)')
+
+    result = {
+        'changed': True,
+        'backup_path': path,
+        'counts': manifest['counts'],
+        'files': [dict(manifest['files'][name], name=name) for name, _kind, _count, _data in files],
+        'excluded': excluded,
+        'workloads': workloads,
+        'manifest': manifest,
+        'api_version': manifest['api_version'],
+        'kueue_version': kueue['version'],
+        'verified': False,
+    }
+    if check_mode:
+        return result
+
+    def verify(temp):
+        problems = check_backup(temp)
+        if problems:
+            raise KueueOpsError('the files read back from %s do not match what was written: %s'
+                                % (path, '; '.join(problems)), field=field,
+                                fix='check the file system of %s (nothing was kept)' % field)
+        if not params['verify']:
+            return
+        written = load_objects(temp)
+        live, _excluded, _raw = snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
+                                         aks_extension)
+        differences = compare(written, flat(live))
+        if differences:
+            raise KueueOpsError('the backup does not match the live cluster (nothing was kept): %s'
+                                % '; '.join(differences), field='verify',
+                                fix='something changed the Kueue objects while the backup ran; pause what changes '
+                                    'them (GitOps, other automation) and run again')
+        result['verified'] = True
+
+    created = prepare_parent(os.path.dirname(path), field)
+    try:
+        written = write_backup(path, [(name, data) for name, _kind, _count, data in files],
+                               dump_manifest(manifest), before_commit=verify, field=field, unique=unique)
+    except BaseException:
+        remove_created(created)
+        raise
+    result['backup_path'] = written
+    try:
+        verify_backup(written)
+    except BackupError:
+        shutil.rmtree(written, ignore_errors=True)
+        raise
+    return result

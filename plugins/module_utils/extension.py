@@ -18,7 +18,6 @@ and testable without Ansible or Azure:
 import copy
 import os
 import re
-import tempfile
 import urllib.parse
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError, namespace_name_error, scrub
@@ -580,39 +579,3 @@ def describe_azure_error(exc, what, params=None, secrets=()):
                                  fix='retry later; Azure throttled or failed transiently')
         return KueueOpsError(head)
     return KueueOpsError('%s while %s: %s' % (type(exc).__name__, what, _scrub(exc, secrets)))
-
-
-# --------------------------------------------------------------------------- files
-
-def file_matches(path, data, mode=0o600):
-    """Whether ``path`` holds exactly ``data`` (bytes) with permissions ``mode``."""
-    try:
-        with open(path, 'rb') as handle:
-            same = handle.read() == data
-        return same and (os.stat(path).st_mode & 0o777) == mode
-    except OSError:
-        return False
-
-
-def write_private_file(path, data, mode=0o600):
-    """Write ``data`` (bytes) to ``path`` atomically, created with ``mode`` whatever the umask."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise KueueOpsError('folder %s does not exist' % folder, field='kubeconfig_dest',
-                            fix='create the folder first, or choose another path')
-    fd, tmp = tempfile.mkstemp(prefix='.kubeconfig-', dir=folder)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, 'wb') as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.rename(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise KueueOpsError('cannot write %s: %s' % (path, exc.strerror or exc), field='kubeconfig_dest',
-                            fix='choose a writable path on the controller')

@@ -19,6 +19,7 @@ contacted), ``present_plan`` (create, update or nothing, and what changes), ``af
 import os
 
 from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
+from ansible_collections.kueueops.aks.plugins.module_utils import files
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import build_credential
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
@@ -391,10 +392,10 @@ class KueueExtension:
         dest = os.path.abspath(dest)
         data = self.kubeconfig_bytes()
         result['kubeconfig_path'] = dest
-        if x.file_matches(dest, data):
+        if files.file_matches(dest, data):
             return False
         if not self.check_mode:
-            x.write_private_file(dest, data)
+            files.write_private_file(dest, data, 'kubeconfig_dest')
         return True
 
     # ------------------------------------------------------------------ states

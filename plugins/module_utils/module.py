@@ -12,8 +12,8 @@ It is an ``AnsibleModule`` that
   are the checks several modules share;
 * builds the Kubernetes client once (``api_client``: the library check, the kubeconfig's secrets added to
   ``no_log_values``, the options resolved, or a clean failure);
-* runs the module's work with ``run(fn)``: a ``KueueOpsError`` (or any error with ``message()`` and, for extra
-  result keys, ``failure_result()``) fails with its message, anything else is read as a Kubernetes or connection
+* runs the module's work with ``run(fn)``: a ``ModuleFailure`` is reported exactly as raised, a ``KueueOpsError``
+  (or any error with ``message()`` and, for extra result keys, ``failure_result()``) fails with its message, anything else is read as a Kubernetes or connection
   error (``describe_kube_error``) or by the module's own ``describe``; the failure is reported outside the
   ``except`` block, so no traceback reaches the user.
 
@@ -21,9 +21,11 @@ Secrets: Ansible masks every value of ``no_log_values`` in what the module retur
 goes through ``errors.scrub`` (marker ``errors.REDACTED``).
 """
 
+import copy
+
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, namespace_name_error
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure, namespace_name_error
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     KUBE_AUTH_ARGSPEC,
     describe_kube_error,
@@ -37,7 +39,7 @@ class KueueOpsModule(AnsibleModule):
     def __init__(self, argument_spec, kube=True, **kwargs):
         spec = dict(argument_spec)
         if kube:
-            spec.update(KUBE_AUTH_ARGSPEC)
+            spec.update(copy.deepcopy(KUBE_AUTH_ARGSPEC))  # AnsibleModule may write into the option specs
         super().__init__(argument_spec=spec, **kwargs)
         self._api_client = None
 
@@ -80,6 +82,8 @@ class KueueOpsModule(AnsibleModule):
     # ------------------------------------------------------------ running
     def failure(self, exc, describe=None):
         """The fail_json arguments for ``exc``."""
+        if isinstance(exc, ModuleFailure):
+            return dict(exc.result)
         if isinstance(exc, KueueOpsError) or callable(getattr(exc, 'failure_result', None)):
             out = {'msg': exc.message()}
             out.update(getattr(exc, 'failure_result', dict)())
@@ -88,14 +92,20 @@ class KueueOpsModule(AnsibleModule):
             return {'msg': describe(exc)}
         return {'msg': describe_kube_error(exc, host=self.host).message()}
 
-    def run(self, fn, describe=None, **failed):
+    def run(self, fn, describe=None, warnings=None, **failed):
         """``fn()``'s result; on an error, fail with its message (``failed``: extra keys of the failure,
-        ``describe(exc)``: the message of an error that is not the collection's own)."""
+        ``describe(exc)``: the message of an error that is not the collection's own). ``warnings``: a list ``fn``
+        fills as it goes, shown whether it succeeds or fails (not with a ``ModuleFailure``, which is reported
+        exactly as raised)."""
         failure = None
         try:
             result = fn()
+        except ModuleFailure as exc:
+            failure, warnings = self.failure(exc), None
         except Exception as exc:  # pylint: disable=broad-except
             failure = dict(failed, **self.failure(exc, describe))
+        for warning in warnings or ():
+            self.warn(warning)
         if failure is not None:
             # Outside the except block: a user-facing message, no traceback attached.
             self.fail_json(**failure)

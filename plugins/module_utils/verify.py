@@ -14,6 +14,7 @@ import json
 import time
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import api_exception_message
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import effective_from_deployment
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import CRD_PLURALS, GROUP
@@ -479,3 +480,53 @@ def helm_releases(cluster, namespace):
                     "status": ((secret.get("metadata") or {}).get("labels") or {}).get("status"), "chart": chart.get("name"),
                     "chart_version": chart.get("version"), "app_version": chart.get("appVersion")})
     return out
+
+
+def expectation_checks(verifier, params, report):
+    """Checks that the effective gates and integrations are what was asked."""
+    def run():
+        try:
+            args, config_yaml, image = verifier.effective_configuration()
+        except Exception as exc:  # pylint: disable=broad-except
+            return [Check("effective-configuration", False, "cannot read the manager configuration: %s" % exc)]
+        gates, frameworks = effective_from_deployment(args, config_yaml)
+        report["version"] = image.rsplit(":", 1)[-1] if ":" in image else image
+        report["feature_gates"] = gates
+        report["integrations"] = frameworks
+        out = []
+        want_gates = params.get("feature_gates")
+        if want_gates is not None:
+            wrong = ["%s (want %s, effective %s)" % (name, bool(value), gates.get(name, "default"))
+                     for name, value in sorted(want_gates.items()) if gates.get(name) != bool(value)]
+            out.append(Check("feature-gates", not wrong, "differ: " + "; ".join(wrong) if wrong
+                             else "all %d expected gates in effect" % len(want_gates)))
+        want_frameworks = params.get("integrations")
+        if want_frameworks is not None:
+            missing = sorted(set(want_frameworks) - set(frameworks))
+            out.append(Check("integrations", not missing, "not enabled: " + ", ".join(missing) if missing
+                             else "all %d expected integrations enabled" % len(want_frameworks)))
+        return out
+    return run
+
+
+def verify_install(api_client, params, report, check_mode=False):
+    """One kueue_verify run on ``params`` (the module's options): the checks (waiting for them when ``wait``), the
+    smoke test unless in check mode, the queues' status into ``report``. Returns (checks, install method)."""
+    verifier = Verifier(api_client, namespace=params["namespace"], install_method="helm",
+                        release_name=params["release_name"], expected_crds=params["expected_crds"],
+                        webhook_probe=params["webhook_probe"])
+    method = params["install_method"]
+    if method == "auto":
+        method = verifier.detect_method()
+    verifier.install_method = method
+    extra = [expectation_checks(verifier, params, report)]
+    if params["wait"]:
+        checks = verifier.wait(params["timeout"], extra=extra)
+    else:
+        checks = verifier.run_checks(extra=extra)
+    if params["smoke_test"] and all(c.ok for c in checks) and not check_mode:
+        checks.extend(run_smoke_tests(api_client, params["smoke_test"], params["smoke_test_requests"],
+                                      params["timeout"] if params["wait"] else 60))
+    if params["queues"]:
+        report["queues"] = verifier.queue_status()
+    return checks, method

@@ -191,15 +191,11 @@ verified:
   type: bool
 """
 
-import datetime
 import os
 import re
-import shutil
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
 
 _RESOURCE_ID_RE = re.compile(r'^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.ContainerService/'
                              r'managedClusters/(?P<name>[^/]+)$', re.IGNORECASE)
@@ -236,7 +232,7 @@ def main():
     field = 'dest' if params['dest'] else 'path'
 
     api_client = module.api_client
-    result = module.run(lambda: run(module, api_client, params, cluster_name, field), changed=False,
+    result = module.run(lambda: b.take(api_client, params, cluster_name, field, module.check_mode), changed=False,
                         describe=lambda exc: module.failure(exc)['msg'] + ' (nothing was written)')
     for item in result['excluded']:
         if item['kind'] == 'Secret' and 'does not exist' in item['reason']:
@@ -266,91 +262,6 @@ def verify_only(module, path):
         kueue_version=(manifest.get('kueue') or {}).get('version'),
         verified=True,
     )
-
-
-def run(module, api_client, params, cluster_name, field):
-    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
-    exporter = b.Exporter(api_client, params['kueue_namespace'])
-    exporter.discover()
-    aks_extension = params['aks_extension']
-    if aks_extension is None:
-        aks_extension = exporter.detect_aks_extension()
-    image = exporter.manager_image()
-
-    objects, excluded, raw_queues = b.snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
-                                               aks_extension)
-    workloads = b.workload_counts(exporter.list_workloads(), raw_queues.get('LocalQueue', []),
-                                  raw_queues.get('ClusterQueue', []))
-    api_versions = dict(exporter.served)
-    if params['include_secrets']:
-        api_versions['Secret'] = 'v1'
-    files = b.render(objects, dict((k, v if k == 'Secret' else '%s/%s' % (GROUP, v))
-                                   for k, v in api_versions.items()))
-    cluster = {'name': cluster_name, 'server': api_client.configuration.host,
-               'resource_id': params['cluster_resource_id']}
-    kueue = {'version': b.image_tag(image), 'image': image, 'namespace': params['kueue_namespace'],
-             'aks_extension': bool(aks_extension)}
-    manifest = b.build_manifest(files, now, cluster, kueue, api_versions, excluded, workloads,
-                                params['include_secrets'])
-
-    if params['path']:
-        path = os.path.abspath(params['path'])
-        unique = False
-    else:
-        path = os.path.join(os.path.abspath(params['dest']), b.folder_name(cluster_name, now))
-        unique = True
-    if not unique and os.path.lexists(path):
-        raise b.BackupExists('%s already exists; refusing to overwrite an existing backup' % path, field=field,
-                             fix='choose a new path (or give dest, under which a new folder is created)')
-
-    result = {
-        'changed': True,
-        'backup_path': path,
-        'counts': manifest['counts'],
-        'files': [dict(manifest['files'][name], name=name) for name, _kind, _count, _data in files],
-        'excluded': excluded,
-        'workloads': workloads,
-        'manifest': manifest,
-        'api_version': manifest['api_version'],
-        'kueue_version': kueue['version'],
-        'verified': False,
-    }
-    if module.check_mode:
-        return result
-
-    def verify(temp):
-        problems = b.check_backup(temp)
-        if problems:
-            raise KueueOpsError('the files read back from %s do not match what was written: %s'
-                                % (path, '; '.join(problems)), field=field,
-                                fix='check the file system of %s (nothing was kept)' % field)
-        if not params['verify']:
-            return
-        written = b.load_objects(temp)
-        live, _excluded, _raw = b.snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
-                                           aks_extension)
-        differences = b.compare(written, b.flat(live))
-        if differences:
-            raise KueueOpsError('the backup does not match the live cluster (nothing was kept): %s'
-                                % '; '.join(differences), field='verify',
-                                fix='something changed the Kueue objects while the backup ran; pause what changes '
-                                    'them (GitOps, other automation) and run again')
-        result['verified'] = True
-
-    created = b.prepare_parent(os.path.dirname(path), field)
-    try:
-        written = b.write_backup(path, [(name, data) for name, _kind, _count, data in files],
-                                 b.dump_manifest(manifest), before_commit=verify, field=field, unique=unique)
-    except BaseException:
-        b.remove_created(created)
-        raise
-    result['backup_path'] = written
-    try:
-        b.verify_backup(written)
-    except b.BackupError:
-        shutil.rmtree(written, ignore_errors=True)
-        raise
-    return result
 
 
 if __name__ == '__main__':

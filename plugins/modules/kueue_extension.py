@@ -294,7 +294,7 @@ kubeconfig:
 
 import copy
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
@@ -302,13 +302,12 @@ from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
     AZURE_CONNECTION_ARGSPEC,
     require_azure_identity,
 )
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import ModuleFailure
 from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import (
     AZURE_MGMT_IMPORT_ERROR,
     HAS_AZURE_MGMT,
     KueueExtension,
 )
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import KUBE_AUTH_ARGSPEC
+from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
 
 def main():
@@ -335,8 +334,7 @@ def main():
     )
     argument_spec.update(copy.deepcopy(AZURE_AUTH_ARGSPEC))
     argument_spec.update(copy.deepcopy(AZURE_CONNECTION_ARGSPEC))
-    argument_spec.update(copy.deepcopy(KUBE_AUTH_ARGSPEC))
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = KueueOpsModule(argument_spec, supports_check_mode=True)
     require_azure_identity(module)
     if not HAS_AZURE_MGMT:
         module.fail_json(msg=missing_required_lib(
@@ -345,20 +343,10 @@ def main():
                    'collection in the Python that runs the module'), exception=str(AZURE_MGMT_IMPORT_ERROR))
     runner = KueueExtension(module.params, check_mode=module.check_mode, diff=module._diff, no_log=module.no_log,
                             no_log_values=module.no_log_values)
-    try:
-        result = runner.run()
-    except ModuleFailure as exc:  # a missing library, reported as it is (no warnings)
-        module.fail_json(**exc.result)
-    except Exception as exc:  # pylint: disable=broad-except
-        # Never a traceback: a KueueOpsError names the option and the fix; anything unexpected
-        # is reported in one line, secrets scrubbed.
-        for warning in runner.warnings:
-            module.warn(warning)
-        module.fail_json(msg=x.describe_azure_error(exc, 'managing extension %s' % module.params['name'],
-                                                    module.params, runner.secrets).message())
-    for warning in runner.warnings:
-        module.warn(warning)
-    module.exit_json(**result)
+    # Never a traceback: a KueueOpsError names the option and the fix; anything unexpected is reported in one
+    # line, secrets scrubbed.
+    module.exit_json(**module.run(runner.run, warnings=runner.warnings, describe=lambda exc: x.describe_azure_error(
+        exc, 'managing extension %s' % module.params['name'], module.params, runner.secrets).message()))
 
 
 if __name__ == '__main__':

@@ -278,19 +278,9 @@ finalizers_cleared:
   type: int
 """
 
-import copy
-
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_install import KueueHelm
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import HAS_YAML
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
-    KUBE_AUTH_ARGSPEC,
-    describe_kube_error,
-    get_api_client,
-)
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
 
 def main():
@@ -319,23 +309,12 @@ def main():
         allow_managed_extension=dict(type="bool", default=False),
         delete_namespace=dict(type="bool", default=False),
     )
-    argument_spec.update(copy.deepcopy(KUBE_AUTH_ARGSPEC))
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    runner = KueueHelm(module.params, lambda: get_api_client(module), module.run_command,
+    module = KueueOpsModule(argument_spec, supports_check_mode=True)
+    runner = KueueHelm(module.params, lambda: module.api_client, module.run_command,
                        check_mode=module.check_mode, diff=module._diff, no_log_values=module.no_log_values)
     if not HAS_YAML:
         module.fail_json(msg="PyYAML is required: pip install PyYAML")
-    try:
-        result = runner.run()
-    except ModuleFailure as exc:  # fail_json on the spot, before the move to module_utils: no warnings
-        module.fail_json(**exc.result)
-    except KueueOpsError as exc:
-        module.fail_json(msg=exc.message(), warnings=runner.warnings)
-    except ApiException as exc:
-        module.fail_json(msg=describe_kube_error(exc).message())
-    for warning in runner.warnings:
-        module.warn(warning)
-    module.exit_json(**result)
+    module.exit_json(**module.run(runner.run, warnings=runner.warnings))
 
 
 if __name__ == "__main__":

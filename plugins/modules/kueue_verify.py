@@ -191,43 +191,9 @@ queues:
     local_queues: [{name: user-queue, namespace: team-a, cluster_queue: team-a, active: true, pending: 0, admitted: 2}]
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import effective_from_deployment
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 from ansible_collections.kueueops.aks.plugins.module_utils.queues import parse_quantity
-from ansible_collections.kueueops.aks.plugins.module_utils.verify import (
-    DEFAULT_CRDS,
-    Check,
-    Verifier,
-    parse_queue_ref,
-    run_smoke_tests,
-)
-
-
-def expectation_checks(verifier, params, report):
-    """Checks that the effective gates and integrations are what was asked."""
-    def run():
-        try:
-            args, config_yaml, image = verifier.effective_configuration()
-        except Exception as exc:  # pylint: disable=broad-except
-            return [Check("effective-configuration", False, "cannot read the manager configuration: %s" % exc)]
-        gates, frameworks = effective_from_deployment(args, config_yaml)
-        report["version"] = image.rsplit(":", 1)[-1] if ":" in image else image
-        report["feature_gates"] = gates
-        report["integrations"] = frameworks
-        out = []
-        want_gates = params.get("feature_gates")
-        if want_gates is not None:
-            wrong = ["%s (want %s, effective %s)" % (name, bool(value), gates.get(name, "default"))
-                     for name, value in sorted(want_gates.items()) if gates.get(name) != bool(value)]
-            out.append(Check("feature-gates", not wrong, "differ: " + "; ".join(wrong) if wrong
-                             else "all %d expected gates in effect" % len(want_gates)))
-        want_frameworks = params.get("integrations")
-        if want_frameworks is not None:
-            missing = sorted(set(want_frameworks) - set(frameworks))
-            out.append(Check("integrations", not missing, "not enabled: " + ", ".join(missing) if missing
-                             else "all %d expected integrations enabled" % len(want_frameworks)))
-        return out
-    return run
+from ansible_collections.kueueops.aks.plugins.module_utils.verify import DEFAULT_CRDS, parse_queue_ref, verify_install
 
 
 def main():
@@ -270,35 +236,13 @@ def main():
                           "give a positive quantity such as 10m (cpu) or 16Mi (memory)")
 
     report = {}
-    checks, method = module.run(lambda: verify(module, params, report))
+    checks, method = module.run(lambda: verify_install(module.api_client, params, report, module.check_mode))
     failed = [c.name for c in checks if not c.ok]
     result = dict(changed=False, ok=not failed, checks=[c.as_dict() for c in checks], failed_checks=failed,
                   install_method=method, **report)
     if failed and params["fail_on_error"]:
         module.fail_json(msg=failure_message(checks, params), **result)
     module.exit_json(**result)
-
-
-def verify(module, params, report):
-    """The checks (and the smoke test), and the install method they were run for."""
-    verifier = Verifier(module.api_client, namespace=params["namespace"], install_method="helm",
-                        release_name=params["release_name"], expected_crds=params["expected_crds"],
-                        webhook_probe=params["webhook_probe"])
-    method = params["install_method"]
-    if method == "auto":
-        method = verifier.detect_method()
-    verifier.install_method = method
-    extra = [expectation_checks(verifier, params, report)]
-    if params["wait"]:
-        checks = verifier.wait(params["timeout"], extra=extra)
-    else:
-        checks = verifier.run_checks(extra=extra)
-    if params["smoke_test"] and all(c.ok for c in checks) and not module.check_mode:
-        checks.extend(run_smoke_tests(module.api_client, params["smoke_test"], params["smoke_test_requests"],
-                                      params["timeout"] if params["wait"] else 60))
-    if params["queues"]:
-        report["queues"] = verifier.queue_status()
-    return checks, method
 
 
 def failure_message(checks, params):

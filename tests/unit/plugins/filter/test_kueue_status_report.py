@@ -7,20 +7,9 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kueueops.aks.plugins.filter.kueue_status_report import FilterModule, kueue_status_report
 
-RESULT = {
-    'ok': False, 'version': 'v0.19.2', 'install_method': 'helm', 'failed_checks': ['webhook-roundtrip'],
-    'checks': [{'name': 'deployment/kueue-controller-manager', 'ok': True, 'reason': '1/1 ready'},
-               {'name': 'webhook-roundtrip', 'ok': False, 'reason': 'dry-run <timed out> | retry'}],
-    'queues': {
-        'cluster_queues': [
-            {'name': 'team-a', 'cohort': 'research', 'active': True, 'pending': 3, 'admitted': 2,
-             'flavors': [{'name': 'on-demand', 'resources': [{'name': 'cpu', 'used': '4', 'nominal': '32'},
-                                                             {'name': 'memory', 'used': '8Gi', 'nominal': '128Gi'}]},
-                         {'name': 'spot', 'resources': [{'name': 'cpu', 'used': '0', 'nominal': '64'}]}]},
-            {'name': 'team-b', 'active': False, 'reason': 'FlavorNotFound', 'pending': 0, 'admitted': 0}],
-        'local_queues': [{'name': 'user-queue', 'namespace': 'team-a', 'cluster_queue': 'team-a', 'active': True,
-                          'pending': 3, 'admitted': 2}]},
-}
+# A kueue_verify result with one failed check and no queues (the renderer's cases are in test_report.py).
+RESULT = {'ok': False, 'version': 'v0.19.2', 'install_method': 'helm', 'failed_checks': ['webhook-roundtrip'],
+          'checks': [{'name': 'webhook-roundtrip', 'ok': False, 'reason': 'dry-run timed out'}]}
 
 
 def test_unknown_format():

@@ -1,7 +1,6 @@
 """Pure logic of the managed Kueue extension (module_utils/extension.py) and the Azure connection options."""
 
 import os
-import stat
 
 import pytest
 import yaml
@@ -334,28 +333,6 @@ def test_connection_errors():
     assert err.field == 'cloud_environment'
     err = x.describe_azure_error(ValueError('odd'), 'x')
     assert 'ValueError' in err.message()
-
-
-# ---- files ----------------------------------------------------------------------
-
-def test_private_file_is_0600_and_atomic(tmp_path):
-    old = os.umask(0)
-    try:
-        path = str(tmp_path / 'kubeconfig')
-        assert not x.file_matches(path, b'a')
-        x.write_private_file(path, b'apiVersion: v1\n')
-        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-        assert x.file_matches(path, b'apiVersion: v1\n') and not x.file_matches(path, b'other')
-        os.chmod(path, 0o644)
-        assert not x.file_matches(path, b'apiVersion: v1\n')
-        x.write_private_file(path, b'new')
-        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and open(path, 'rb').read() == b'new'
-        assert sorted(os.listdir(str(tmp_path))) == ['kubeconfig']
-    finally:
-        os.umask(old)
-    with pytest.raises(KueueOpsError) as info:
-        x.write_private_file(str(tmp_path / 'missing' / 'kc'), b'x')
-    assert info.value.field == 'kubeconfig_dest'
 
 
 # ---- Azure connection options (azure_auth additions) ------------------------------

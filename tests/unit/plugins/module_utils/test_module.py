@@ -68,8 +68,8 @@ def test_refusals_name_the_field_and_the_fix(capsys):
     module({'timeout': 0}).check_seconds('timeout', minimum=0)
     module().check_namespace('namespace')
     module().refuse_first([None, None])
-    out, _code = exit_of(capsys, lambda: module().refuse_first([None, KueueOpsError('second', field='b'),
-                                                                 KueueOpsError('third', field='c')]))
+    problems = [None, KueueOpsError('second', field='b'), KueueOpsError('third', field='c')]
+    out, _code = exit_of(capsys, lambda: module().refuse_first(problems))
     assert out['msg'] == 'b: second.'
 
 

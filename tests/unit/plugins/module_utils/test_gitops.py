@@ -1,4 +1,5 @@
-"""The pure logic of kueue_gitops (pause/resume against a fake API) and kueue_jobs_info."""
+"""Unit tests for plugins/module_utils/gitops.py: pause/resume against a fake API (pure logic; the real
+Flux/Argo CD objects on the local control plane are in tests/integration/test_uninstall_restore.py)."""
 from __future__ import annotations
 
 import copy
@@ -9,8 +10,7 @@ import stat
 import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.modules import kueue_gitops as g
-from ansible_collections.kueueops.aks.plugins.modules import kueue_jobs_info as j
+from ansible_collections.kueueops.aks.plugins.module_utils import gitops as g
 
 KS = {'apiVersion': 'kustomize.toolkit.fluxcd.io/v1', 'kind': 'Kustomization', 'name': 'ks', 'namespace': 'flux'}
 HR = {'apiVersion': 'helm.toolkit.fluxcd.io/v2', 'kind': 'HelmRelease', 'name': 'hr', 'namespace': 'flux'}
@@ -54,11 +54,6 @@ class FakeGitOps(g.GitOps):
         return True, target
 
 
-class Module:
-    def __init__(self, check_mode=False):
-        self.check_mode = check_mode
-
-
 def cluster():
     return {
         ('Kustomization', 'flux', 'ks'): {'spec': {'interval': '5m'}},
@@ -76,7 +71,7 @@ def test_pause_records_previous_state_then_resume_restores_it(tmp_path):
     state = str(tmp_path / 'gitops.json')
     original = cluster()
     api = FakeGitOps(cluster())
-    changed, out = g.pause(Module(), api, refs(KS, HR, APP), state)
+    changed, out = g.pause(api, refs(KS, HR, APP), state)
     assert changed and all(o['changed'] for o in out)
     assert api.objects[('Kustomization', 'flux', 'ks')]['spec'] == {'interval': '5m', 'suspend': True}
     assert api.objects[('HelmRelease', 'flux', 'hr')]['spec'] == {'suspend': True}
@@ -86,18 +81,18 @@ def test_pause_records_previous_state_then_resume_restores_it(tmp_path):
     assert [o['previous'] for o in record['objects']] == [{'automated': {'prune': True}}, {'suspend': False},
                                                           {'suspend': None}]
     # Pausing again changes nothing and keeps the first recorded state.
-    changed, _out = g.pause(Module(), api, refs(KS, HR, APP), state)
+    changed, _out = g.pause(api, refs(KS, HR, APP), state)
     assert not changed and json.load(open(state)) == record
-    changed, out = g.resume(Module(), api, [], state)
+    changed, out = g.resume(api, [], state)
     assert changed and api.objects == original
-    changed, _out = g.resume(Module(), api, [], state)
+    changed, _out = g.resume(api, [], state)
     assert not changed
 
 
 def test_check_mode_writes_and_patches_nothing(tmp_path):
     state = str(tmp_path / 'gitops.json')
     api = FakeGitOps(cluster(), check_mode=True)
-    changed, out = g.pause(Module(check_mode=True), api, refs(KS, APP), state)
+    changed, out = g.pause(api, refs(KS, APP), state)
     assert changed and [o['changed'] for o in out] == [True, True]
     assert not os.path.exists(state) and api.patches == [] and api.objects == cluster()
 
@@ -107,7 +102,7 @@ def test_missing_object_fails_before_anything_is_written(tmp_path):
     api = FakeGitOps(cluster())
     other = dict(KS, name='nope')
     with pytest.raises(KueueOpsError, match='Kustomization flux/nope not found'):
-        g.pause(Module(), api, refs(KS, other), state)
+        g.pause(api, refs(KS, other), state)
     assert not os.path.exists(state) and api.patches == []
 
 
@@ -141,19 +136,4 @@ def test_state_file_that_is_not_json_names_the_fix(tmp_path):
 
 def test_resume_without_state_file(tmp_path):
     with pytest.raises(KueueOpsError, match='does not exist'):
-        g.resume(Module(), FakeGitOps(cluster()), [], str(tmp_path / 'gitops.json'))
-
-
-def test_jobs_are_classified_by_namespace():
-    label = 'kueue.x-k8s.io/queue-name'
-
-    def job(ns, name, suspend, cond=None):
-        return {'metadata': {'namespace': ns, 'name': name, 'labels': {label: 'q'}}, 'spec': {'suspend': suspend},
-                'status': {'conditions': [{'type': cond, 'status': 'True'}] if cond else []}}
-
-    out = j.summarise([job('b', 'z', True), job('b', 'a', True), job('a', 'r', False),
-                       job('a', 'done', False, 'Complete'), job('a', 'bad', True, 'Failed')], label)
-    assert list(out) == ['a', 'b']
-    assert out['b']['suspended'] == [{'name': 'a', 'queue': 'q'}, {'name': 'z', 'queue': 'q'}]
-    assert out['a'] == {'suspended': [], 'running': [{'name': 'r', 'queue': 'q'}],
-                        'finished': [{'name': 'bad', 'queue': 'q'}, {'name': 'done', 'queue': 'q'}]}
+        g.resume(FakeGitOps(cluster()), [], str(tmp_path / 'gitops.json'))
