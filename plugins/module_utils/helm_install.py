@@ -164,8 +164,14 @@ def check_catalog(version, feature_gates, integrations):
 
 
 def chart_version_of(release):
-    """The chart version of a ``helm list`` entry (``kueue-0.19.2`` -> ``0.19.2``)."""
-    return release["chart"].rsplit("-", 1)[-1]
+    """The chart version of a ``helm list`` entry, whose ``chart`` is NAME-VERSION where both may hold ``-``:
+    ``kueue-0.19.2`` -> ``0.19.2``, ``kueue-0.20.0-rc.1`` -> ``0.20.0-rc.1`` (the first ``-`` that a version
+    follows; the text after the last ``-`` when none does)."""
+    chart = release["chart"]
+    for index, char in enumerate(chart):
+        if char == "-" and versions.parse(chart[index + 1:], patch=True) is not None:
+            return chart[index + 1:]
+    return chart.rsplit("-", 1)[-1]
 
 
 def release_plan(current, before_values, version, desired):

@@ -144,6 +144,10 @@ RELEASE = {"name": "kueue", "namespace": "kueue-system", "revision": "2", "statu
 def test_chart_version_of():
     assert hi.chart_version_of(RELEASE) == "0.19.2"
     assert hi.chart_version_of(dict(RELEASE, chart="my-kueue-fork-0.20.0")) == "0.20.0"
+    # A pre-release keeps its suffix (it was read as "rc.1").
+    assert hi.chart_version_of(dict(RELEASE, chart="kueue-0.20.0-rc.1")) == "0.20.0-rc.1"
+    assert hi.chart_version_of(dict(RELEASE, chart="my-kueue-fork-0.19.6-aks.0.4.4")) == "0.19.6-aks.0.4.4"
+    assert hi.chart_version_of(dict(RELEASE, chart="kueue-latest")) == "latest"
 
 
 def test_release_plan():
