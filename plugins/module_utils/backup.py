@@ -693,18 +693,18 @@ def take(api_client, params, cluster_name, field, check_mode=False):
                               params['include_secrets'])
 
     if params['path']:
-        path = os.path.abspath(params['path'])
+        target = os.path.abspath(params['path'])
         unique = False
     else:
-        path = os.path.join(os.path.abspath(params['dest']), folder_name(cluster_name, now))
+        target = os.path.join(os.path.abspath(params['dest']), folder_name(cluster_name, now))
         unique = True
-    if not unique and os.path.lexists(path):
-        raise BackupExists('%s already exists; refusing to overwrite an existing backup' % path, field=field,
+    if not unique and os.path.lexists(target):
+        raise BackupExists('%s already exists; refusing to overwrite an existing backup' % target, field=field,
                            fix='choose a new path (or give dest, under which a new folder is created)')
 
     result = {
         'changed': True,
-        'backup_path': path,
+        'backup_path': target,
         'counts': manifest['counts'],
         'files': [dict(manifest['files'][name], name=name) for name, _kind, _count, _data in files],
         'excluded': excluded,
@@ -721,7 +721,7 @@ def take(api_client, params, cluster_name, field, check_mode=False):
         problems = check_backup(temp)
         if problems:
             raise KueueOpsError('the files read back from %s do not match what was written: %s'
-                                % (path, '; '.join(problems)), field=field,
+                                % (target, '; '.join(problems)), field=field,
                                 fix='check the file system of %s (nothing was kept)' % field)
         if not params['verify']:
             return
@@ -736,9 +736,9 @@ def take(api_client, params, cluster_name, field, check_mode=False):
                                     'them (GitOps, other automation) and run again')
         result['verified'] = True
 
-    created = prepare_parent(os.path.dirname(path), field)
+    created = prepare_parent(os.path.dirname(target), field)
     try:
-        written = write_backup(path, [(name, data) for name, _kind, _count, data in files],
+        written = write_backup(target, [(name, data) for name, _kind, _count, data in files],
                                dump_manifest(manifest), before_commit=verify, field=field, unique=unique)
     except BaseException:
         remove_created(created)

@@ -489,10 +489,6 @@ _CONNECTION_MARKERS = ('Failed to establish a new connection', 'Connection refus
                        'Max retries exceeded', 'timed out', 'Temporary failure in name resolution')
 
 
-def _scrub(text, secrets):
-    return scrub(text or '', secrets)
-
-
 def _arm_error(exc):
     error = getattr(exc, 'error', None)
     code = getattr(error, 'code', None) if error is not None else None
@@ -514,7 +510,7 @@ def describe_azure_error(exc, what, params=None, secrets=()):
     if isinstance(exc, KueueOpsError):
         return exc
     if isinstance(exc, ClientAuthenticationError) and getattr(exc, 'status_code', None) in (None, 400, 401):
-        text = _scrub(getattr(exc, 'message', None) or exc, secrets)
+        text = scrub(getattr(exc, 'message', None) or exc, secrets)
         first = text.strip().splitlines()[0] if text.strip() else 'the credential was rejected'
         if 'CERTIFICATE_VERIFY_FAILED' in text or 'SSLError' in text:
             return KueueOpsError('TLS verification of the Microsoft Entra authority failed while %s: %s' % (what, first),
@@ -537,7 +533,7 @@ def describe_azure_error(exc, what, params=None, secrets=()):
                 field = 'secret'
         return KueueOpsError('authentication to Azure failed while %s: %s' % (what, first), field=field, fix=fix)
     if isinstance(exc, (ServiceRequestError, ServiceResponseError)):
-        text = _scrub(exc, secrets)
+        text = scrub(exc, secrets)
         if 'CERTIFICATE_VERIFY_FAILED' in text or 'SSL' in text:
             return KueueOpsError('TLS verification failed while %s: %s' % (what, text.splitlines()[0]),
                                  field='ca_bundle',
@@ -549,7 +545,7 @@ def describe_azure_error(exc, what, params=None, secrets=()):
                                  'the network path and proxy')
     if isinstance(exc, HttpResponseError):
         status, code, message = _arm_error(exc)
-        message = _scrub(message, secrets)
+        message = scrub(message or '', secrets)
         head = 'ARM %s%s while %s: %s' % (status or '', ' %s' % code if code else '', what, message)
         if status == 404 or isinstance(exc, ResourceNotFoundError):
             if code == 'ResourceGroupNotFound':
@@ -578,4 +574,4 @@ def describe_azure_error(exc, what, params=None, secrets=()):
             return KueueOpsError(head + ' (still failing after retries)', field=None,
                                  fix='retry later; Azure throttled or failed transiently')
         return KueueOpsError(head)
-    return KueueOpsError('%s while %s: %s' % (type(exc).__name__, what, _scrub(exc, secrets)))
+    return KueueOpsError('%s while %s: %s' % (type(exc).__name__, what, scrub(exc, secrets)))

@@ -21,7 +21,7 @@ import os
 from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
 from ansible_collections.kueueops.aks.plugins.module_utils import files
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import build_credential
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     KUBE_AUTH_ARGSPEC,
     build_api_client,
@@ -103,7 +103,7 @@ def failed_error(extension, what, secrets, deleting=False):
         fix = ('correct the cause named above (settings, version, cluster capacity) and run again; an extension '
                'whose state is Failed is created again')
     return KueueOpsError('%s: the extension is %s: %s' % (what, props.get('provisioningState'),
-                                                          x._scrub(x.failure_message(extension), secrets)),
+                                                          scrub(x.failure_message(extension), secrets)),
                          field='name', fix=fix)
 
 

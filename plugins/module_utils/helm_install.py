@@ -20,7 +20,7 @@ import os
 import shutil
 from urllib.parse import quote
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError, ModuleFailure
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import (
     HelmError,
     HelmRunner,
@@ -37,7 +37,6 @@ from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import (
     render_values,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
-    REDACTED,
     check_connection,
     describe_kube_error,
     resolve_kube_options,

@@ -18,7 +18,7 @@ from urllib.parse import quote, urlsplit
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import (  # noqa: F401 (REDACTED: kube_client.REDACTED)
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import (
     REDACTED,
     KueueOpsError,
     api_exception_message,

@@ -13,9 +13,9 @@ It is an ``AnsibleModule`` that
 * builds the Kubernetes client once (``api_client``: the library check, the kubeconfig's secrets added to
   ``no_log_values``, the options resolved, or a clean failure);
 * runs the module's work with ``run(fn)``: a ``ModuleFailure`` is reported exactly as raised, a ``KueueOpsError``
-  (or any error with ``message()`` and, for extra result keys, ``failure_result()``) fails with its message, anything else is read as a Kubernetes or connection
-  error (``describe_kube_error``) or by the module's own ``describe``; the failure is reported outside the
-  ``except`` block, so no traceback reaches the user.
+  (or any error with ``message()`` and, for extra result keys, ``failure_result()``) fails with its message,
+  anything else is read as a Kubernetes or connection error (``describe_kube_error``) or by the module's own
+  ``describe``; the failure is reported outside the ``except`` block, so no traceback reaches the user.
 
 Secrets: Ansible masks every value of ``no_log_values`` in what the module returns; text the module builds itself
 goes through ``errors.scrub`` (marker ``errors.REDACTED``).

@@ -80,16 +80,13 @@ def watch_until(cluster, collection, deadline, listed, changed, round_seconds=60
                 pending = changed(event)
                 if not pending or deadline.expired():
                     break
-        except ApiException as exc:
-            if exc.status != 410 and errors != 'relist':
-                raise
-            if exc.status != 410:
+        except Exception as exc:  # pylint: disable=broad-except
+            # 410 Gone: the version expired, list again at once. Anything else (a dropped stream, a read timeout, a
+            # refused watch) raises, or with errors='relist' the next LIST says what is true (or raises what is wrong).
+            if not (isinstance(exc, ApiException) and exc.status == 410):
+                if errors != 'relist':
+                    raise
                 pause(min(1.0, deadline.remaining()))
-        except Exception:  # pylint: disable=broad-except
-            # A dropped stream or a read timeout; the next LIST says what is true (or raises what is wrong).
-            if errors != 'relist':
-                raise
-            pause(min(1.0, deadline.remaining()))
         finally:
             if events is not None:
                 events.close()

@@ -294,8 +294,6 @@ kubeconfig:
 
 import copy
 
-from ansible.module_utils.basic import missing_required_lib
-
 from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
     AZURE_AUTH_ARGSPEC,
@@ -307,6 +305,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import 
     HAS_AZURE_MGMT,
     KueueExtension,
 )
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import missing_library
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
 
@@ -337,10 +336,10 @@ def main():
     module = KueueOpsModule(argument_spec, supports_check_mode=True)
     require_azure_identity(module)
     if not HAS_AZURE_MGMT:
-        module.fail_json(msg=missing_required_lib(
+        module.fail_json(exception=str(AZURE_MGMT_IMPORT_ERROR), **missing_library(
             'azure-mgmt-kubernetesconfiguration-extensions and azure-mgmt-containerservice',
             reason='to manage the AKS extension; run `pip install -r requirements.txt` from the kueueops.aks '
-                   'collection in the Python that runs the module'), exception=str(AZURE_MGMT_IMPORT_ERROR))
+                   'collection in the Python that runs the module'))
     runner = KueueExtension(module.params, check_mode=module.check_mode, diff=module._diff, no_log=module.no_log,
                             no_log_values=module.no_log_values)
     # Never a traceback: a KueueOpsError names the option and the fix; anything unexpected is reported in one
