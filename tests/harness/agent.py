@@ -8,7 +8,7 @@ ConfigMap and args. The Pod's Ready condition follows the process's /readyz, so
 the Deployment's readiness as the API server reports it is the real process's.
 
 Fix-ups that a kubelet + CNI would make unnecessary, re-applied on every pass
-(so a Helm upgrade that reverts them is corrected within a second):
+(so a Helm upgrade that reverts them is corrected within STEADY seconds, 2):
 - the webhook server binds the webhook Service's ClusterIP:port, which the
   harness allocates from a range inside 127.0.0.0/8;
 - the certificate that Kueue's internal cert management writes into its Secret
@@ -26,6 +26,7 @@ Run: python -m tests.harness.agent RUN_DIR   (started and stopped by cluster.py)
 from __future__ import annotations
 
 import datetime
+import http.client
 import json
 import os
 import shlex
@@ -47,6 +48,9 @@ from . import pki
 NODE = "kueueops-local"
 VISIBILITY_GROUP_SUFFIX = "visibility.kueue.x-k8s.io"
 BACKOFF = (2, 5, 10, 20, 40)
+# The loop's pace: FAST while anything moves and for BUSY_SECONDS after, STEADY when all is still; the wait between
+# passes looks at the drill flags and the processes every TICK. WATCH_SECONDS: one pod watch's length.
+FAST, STEADY, BUSY_SECONDS, TICK, WATCH_SECONDS = 0.5, 2.0, 5.0, 0.25, 300
 # The image of the kueue-extension Deployment that tests/emulators/arm installs.
 EXTENSION_IMAGE = "kueueops.local/aks/kueue-extension:"
 
@@ -66,23 +70,51 @@ def free_port() -> int:
 
 
 class Api:
+    """The agent's client: one kept-alive HTTPS connection (a new TLS handshake per request, several a second,
+    was most of an idle cluster's CPU), opened again once when the server has closed it."""
+
     def __init__(self, server: str, ca: str, cert: str, key: str):
         self.server = server
+        parsed = urllib.parse.urlsplit(server)
+        self.host, self.port = parsed.hostname, parsed.port
         self.ctx = ssl.create_default_context(cafile=ca)
         self.ctx.load_cert_chain(cert, key)
+        self.conn = None
+        self.lock = threading.Lock()
+        self.writes = 0  # non-GET calls so far: the loop keeps its fast pace after a pass that wrote
+
+    def connect(self, timeout: float = 10) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=timeout)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
     def call(self, method: str, path: str, body=None, content_type="application/json"):
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.server + path, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", content_type)
-        try:
-            with urllib.request.urlopen(req, context=self.ctx, timeout=10) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as err:
-            if err.code == 404:
-                return None
-            raise
+        headers = {"Content-Type": content_type} if data is not None else {}
+        if method != "GET":
+            self.writes += 1
+        with self.lock:
+            for attempt in (1, 2):
+                reused = self.conn is not None
+                if not reused:
+                    self.conn = self.connect()
+                try:
+                    self.conn.request(method, path, body=data, headers=headers)
+                    resp = self.conn.getresponse()
+                    raw = resp.read()
+                    break
+                except (http.client.HTTPException, OSError):
+                    self.close()
+                    if not reused or attempt == 2:  # a kept connection the server closed: once more, on a new one
+                        raise
+        if resp.status == 404:
+            return None
+        if resp.status >= 400:
+            raise urllib.error.HTTPError(self.server + path, resp.status, raw.decode(errors="replace")[:500],
+                                         resp.headers, None)
         return json.loads(raw) if raw else {}
 
     def get(self, path):
@@ -484,6 +516,7 @@ class Agent:
         self.proxies = {}
         self.blocked = set()  # Service addresses a drill keeps unproxied (agent/block-visibility)
         self.stopping = False
+        self.wake = threading.Event()
 
     def remember(self, uid, pid, marker):
         self.pids[uid] = {"pid": pid, "marker": marker}
@@ -618,12 +651,51 @@ class Agent:
             if addr in self.blocked:
                 proxy.drop_connections()
 
+    def settled(self) -> bool:
+        """Every Pod of this node either runs a ready process or is held stopped: nothing to do until an event."""
+        for mgr in self.managers.values():
+            if mgr.proc is None:
+                if not mgr.held():
+                    return False
+            elif not (mgr.last_status and mgr.last_status["conditions"][-1]["status"] == "True"):
+                return False
+        return True
+
+    def flags(self) -> tuple:
+        return tuple(os.path.exists(os.path.join(self.folder, "agent", name)) for name in ("hold", "block-visibility"))
+
+    def exited(self) -> bool:
+        return any(m.proc is not None and m.proc.poll() is not None for m in self.managers.values())
+
+    def watch_pods(self) -> None:
+        """Wake the loop on every Pod event (a watch, as a kubelet keeps), so a new Pod is bound at once while an
+        idle cluster is passed over only every STEADY seconds."""
+        while not self.stopping:
+            conn = self.api.connect(timeout=WATCH_SECONDS + 30)
+            try:
+                conn.request("GET", "/api/v1/pods?watch=true&timeoutSeconds=%d" % WATCH_SECONDS)
+                resp = conn.getresponse()
+                if resp.status != 200:
+                    raise OSError("watch answered HTTP %d" % resp.status)
+                while not self.stopping and resp.readline():
+                    self.wake.set()
+            except (http.client.HTTPException, OSError) as exc:
+                if not self.stopping:
+                    log("pod watch ended: %r" % (exc,))
+                    time.sleep(1)
+            finally:
+                conn.close()
+
     def run(self):
         signal.signal(signal.SIGTERM, self._term)
         signal.signal(signal.SIGINT, self._term)
         log("node agent for %s" % self.server)
+        threading.Thread(target=self.watch_pods, daemon=True).start()
         last_node = 0.0
+        busy_until = 0.0
+        flags = self.flags()
         while not self.stopping:
+            writes = self.api.writes
             try:
                 if time.time() - last_node > 20:
                     self.ensure_node()
@@ -631,7 +703,18 @@ class Agent:
                 self.pass_once()
             except Exception as exc:  # noqa: BLE001 - the agent must keep going; the log says what failed
                 log("pass failed: %r" % (exc,))
-            time.sleep(0.5)
+            # A pass every FAST seconds while anything moves (a write, a Pod event, a drill flag, a process that
+            # exited, a manager not ready), every STEADY seconds once all is still.
+            if self.api.writes != writes or not self.settled():
+                busy_until = time.monotonic() + BUSY_SECONDS
+            end = time.monotonic() + (FAST if time.monotonic() < busy_until else STEADY)
+            while not self.stopping and time.monotonic() < end:
+                woken = self.wake.wait(min(TICK, max(0.0, end - time.monotonic())))
+                if woken or self.flags() != flags or self.exited():
+                    self.wake.clear()
+                    flags = self.flags()
+                    busy_until = time.monotonic() + BUSY_SECONDS
+                    break
         for mgr in self.managers.values():
             mgr.stop(grace=5)
         log("stopped")
