@@ -32,6 +32,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOp
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
+from ansible_collections.kueueops.aks.plugins.module_utils import schema_check, server_errors
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
@@ -80,36 +81,33 @@ def _status_body(exc):
     return data if isinstance(data, dict) else None
 
 
-def problems_from_api_error(exc, label):
-    """Problems (one per cause when the API server lists causes) for a failed request on ``label``."""
+def problems_from_api_error(exc, label, obj=None):
+    """Problems (one per field the API server names) for a failed request on ``label``: the refusals of the
+    schema, of Kueue's CEL rules and webhooks and of server-side apply's typed patch, translated by
+    server_errors into field path, plain words and fix (``obj`` is what was sent: it turns the server's paths
+    back into the declared object's)."""
     if not isinstance(exc, ApiException):
         return [q.Problem(label, None, '%s: %s' % (type(exc).__name__, exc))]
-    if exc.status == 403:  # "permission denied: cannot <verb> <resource> in namespace <ns>", as everywhere
-        return [q.Problem(label, None, api_exception_message(exc))]
     data = _status_body(exc) or {}
     message = str(data.get('message') or api_exception_message(exc))
+    if exc.status == 403 and 'admission webhook' not in message:  # "permission denied: cannot <verb> ...", as everywhere
+        return [q.Problem(label, None, api_exception_message(exc))]
     causes = (data.get('details') or {}).get('causes') or []
-    out = []
     if exc.status == 409 and causes and any(c.get('reason') == 'FieldManagerConflict' for c in causes):
-        for cause in causes:
-            field = (cause.get('field') or '').lstrip('.') or None
-            out.append(q.Problem(label, field, '%s; set force: true to take the field over from that manager'
-                                 % (cause.get('message') or 'conflict')))
-        return out
-    real = [c for c in causes if 'some validation rules were not checked' not in (c.get('message') or '')]
-    for cause in real or causes:
-        field = (cause.get('field') or '').lstrip('.') or None
-        if field == '<nil>':
-            field = None
-        text = cause.get('message') or cause.get('reason') or message
-        if field and text.startswith(field + ':'):
-            text = text[len(field) + 1:].strip()
-        out.append(q.Problem(label, field, text))
-    if out:
-        return out
+        return [q.Problem(label, (c.get('field') or '').lstrip('.') or None, c.get('message') or 'conflict',
+                          'set force: true to take the field over from that manager') for c in causes]
+    obj = obj if isinstance(obj, dict) else {}
+    kind_label = '%s %s' % (obj.get('apiVersion') or api.GROUP, obj.get('kind') or 'object')
+    found = server_errors.typed_patch(message, obj, kind_label) or server_errors.webhook(message, obj)
+    if not found:
+        real = [c for c in causes if 'some validation rules were not checked' not in (c.get('message') or '')]
+        found = [server_errors.cause(c.get('field'), c.get('message') or c.get('reason') or message, obj)
+                 for c in real or causes]
+    if found:
+        return [q.Problem(label, field, text, fix) for field, text, fix in found]
     match = _FIELD_RE.search(message)
-    field = match.group(1) if match else None
-    return [q.Problem(label, field, 'rejected by the API server (HTTP %s): %s' % (exc.status, message))]
+    return [q.Problem(label, match.group(1) if match else None, 'refused by the API server: %s' % message,
+                      'correct the object as the API server says')]
 
 
 def is_unreachable(exc):
@@ -276,6 +274,31 @@ class QueueEngine:
         self.served = served
         return served
 
+    def crd_schema(self, kind):
+        """The OpenAPI schema of the version of ``kind`` the cluster serves, from its CRD (a LIST by name: the
+        configure-queues ClusterRole lists CRDs), or None when it cannot be read (then the dry-run judges alone)."""
+        name = '%s.%s' % (api.PLURALS[kind], api.GROUP)
+        try:
+            found = self.cluster.items(path('apiextensions.k8s.io/v1', 'customresourcedefinitions'),
+                                       fieldSelector='metadata.name=' + name)
+        except ApiException:
+            return None
+        return schema_check.served_schema(found[0] if found else None, self.served.get(kind))
+
+    def schema_problems(self, objects, skip=()):
+        """Problems of types and undeclared fields (schema_check) in the Kueue objects whose label is not in
+        ``skip`` (objects already refused for something else)."""
+        schemas, out = {}, []
+        for obj in objects:
+            kind = obj.get('kind')
+            if kind not in api.KUEUE_KINDS or kind not in self.served or api.obj_label(obj) in skip:
+                continue
+            if kind not in schemas:
+                schemas[kind] = self.crd_schema(kind)
+            for field, text, fix in schema_check.problems(obj, schemas[kind], '%s %s' % (obj.get('apiVersion'), kind)):
+                out.append(q.Problem(api.obj_label(obj), field, text, fix))
+        return out
+
     def serves(self, group, version, plural):
         """Whether the cluster serves ``plural`` in ``group/version`` (API discovery; a 404 is no)."""
         return plural in (self.cluster.served('%s/%s' % (group, version)) or ())
@@ -396,7 +419,7 @@ class QueueEngine:
             if exc is not None and is_unreachable(exc):
                 unreachable.append((obj, exc))
             elif exc is not None:
-                problems.extend(problems_from_api_error(exc, api.obj_label(obj)))
+                problems.extend(problems_from_api_error(exc, api.obj_label(obj), obj))
             else:
                 results[api.obj_key(obj)] = result
         if unreachable:
@@ -431,7 +454,7 @@ class QueueEngine:
                     unconfirmed.append(api.obj_key(obj))
                 cause = cause or exc
             elif exc is not None:
-                problems.extend(problems_from_api_error(exc, api.obj_label(obj)))
+                problems.extend(problems_from_api_error(exc, api.obj_label(obj), obj))
             else:
                 stored[api.obj_key(obj)] = result
         if cause is not None:
@@ -598,7 +621,8 @@ def _ref(key, action=None):
 def _scrub(problems, values):
     """Problems with every Secret value replaced by the one marker (the API server does not echo Secret data, but
     nothing is left to chance)."""
-    return [q.Problem(p.obj, p.field, scrub(p.text, values)) for p in problems] if values else problems
+    return [q.Problem(p.obj, p.field, scrub(p.text, values), p.fix and scrub(p.fix, values)) for p in problems] \
+        if values else problems
 
 
 def run(api_client, params, check_mode=False, diff=False, log=None, no_log_values=None):
@@ -661,6 +685,7 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     problems.extend(q.validate(objects, live, namespaces, create_namespaces=params.get('create_namespaces'),
                                aks_managed=aks_managed, pruned=prune_keys, kueue_namespace=kueue_ns,
                                provisioning_request_api=provisioning_api))
+    problems.extend(engine.schema_problems(objects, skip=set(p.obj for p in problems)))
     if problems:
         raise QueueProblems(_scrub(problems, masked), 'input and cross-reference checks')
 

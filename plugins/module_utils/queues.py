@@ -114,22 +114,28 @@ _RETRY_DELAY_DEFAULT = 15
 
 
 class Problem:
-    """One thing wrong with the input: which object, which field, what."""
+    """One thing wrong with the input: which object, which field, what, and (when it is kept apart from the
+    text, as for a refusal of the API server that server_errors.py translated) the fix."""
 
-    def __init__(self, obj, field, text):
+    def __init__(self, obj, field, text, fix=None):
         self.obj = obj
         self.field = field
         self.text = str(text).rstrip('. ')
+        self.fix = str(fix).rstrip('. ') if fix else None
 
     def __str__(self):
         parts = [p for p in (self.obj, self.field) if p]
-        return '%s: %s' % (': '.join(parts), self.text) if parts else self.text
+        text = '%s; %s' % (self.text, self.fix) if self.fix else self.text
+        return '%s: %s' % (': '.join(parts), text) if parts else text
 
     def __repr__(self):
         return '<Problem %s>' % self
 
     def as_dict(self):
-        return {'object': self.obj, 'field': self.field, 'problem': self.text}
+        out = {'object': self.obj, 'field': self.field, 'problem': self.text}
+        if self.fix:
+            out['fix'] = self.fix
+        return out
 
 
 class LoadError(Exception):

@@ -5,6 +5,8 @@ Failing safely means, for every case of tests/reliability/test_bad_input_*.py:
   stdout or stderr;
 - the failure message names the field or object that is wrong (``names``) and says what to do about it
   (``fix``): each is a list of fragments that must all appear in the message (case-insensitive);
+- none of the API server's raw words (RAW_SERVER_WORDS: "HTTP 500", "typed patch") is in it, and every
+  ``problems`` entry of a result names its field (issue 20);
 - the cluster is unchanged: `rbac.snapshot` (resourceVersions of every Kueue object, the namespaces,
   the Helm release records — hence the release revision —, the Kueue CRDs, the Jobs and every object
   the chart created) is equal before and after.
@@ -62,6 +64,20 @@ def assert_names_and_fix(case: Case, message: str) -> None:
         assert fragment.lower() in low, "%s: the message does not say the fix %r:\n%s" % (case.id, fragment, message)
 
 
+# The API server's words that must never reach the user untranslated (issue 20): a type error reads like a
+# crash ("HTTP 500 ... failed to create typed patch object") and names no field.
+RAW_SERVER_WORDS = ("HTTP 500", "typed patch")
+
+
+def assert_plain_words(case: Case, message: str, results) -> None:
+    """No raw server words in the message, and every `problems` entry of ``results`` (task results) has its field."""
+    for words in RAW_SERVER_WORDS:
+        assert words.lower() not in message.lower(), "%s: the message has %r:\n%s" % (case.id, words, message)
+    for res in results:
+        for problem in res.get("problems") or []:
+            assert problem.get("field"), "%s: a problem without its field: %r" % (case.id, problem)
+
+
 def assert_unchanged(case: Case, before: dict, after: dict) -> None:
     changed = {k: (before.get(k), after.get(k)) for k in set(before) | set(after) if before.get(k) != after.get(k)}
     assert not changed, "%s changed the cluster: %s" % (case.id, changed)
@@ -75,6 +91,7 @@ def assert_fails_safely(case: Case, result, kube, before: dict | None) -> str:
     assert_no_traceback(result)
     message = message_of(result)
     assert_names_and_fix(case, message)
+    assert_plain_words(case, message, [res for host in result.stats for _name, res in result.tasks(host)])
     if before is not None:
         assert_unchanged(case, before, rbac.snapshot(kube))
     return message
@@ -95,6 +112,7 @@ def assert_task_fails_safely(case: Case, task: dict | None, output: str, before:
     assert_no_traceback_in(output, "%s: the run's output" % case.id)
     message = str(task.get("msg", ""))
     assert_names_and_fix(case, message)
+    assert_plain_words(case, message, [task])
     assert_unchanged(case, before, after)
     return message
 

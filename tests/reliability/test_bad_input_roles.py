@@ -404,6 +404,9 @@ def test_bad_input_fails_safely(case, setup, request, tmp_path):
                               inventory=inventory, env=_fill(data.get("env"), ctx), timeout=600)
         filled = Case(case.id, case.entry, _fill(case.names, ctx), _fill(case.fix, ctx), case.data)
         message = assert_fails_safely(filled, result, kube, before)
+        # printed once: one failed task, the one whose message names the role variables (no rescue repeats it)
+        failed = [name for host in result.stats for name, r in result.tasks(host) if r.get("failed")]
+        assert len(failed) <= 1, "%s: the failure is reported by %d tasks: %s" % (case.id, len(failed), failed)
         if data["playbook"] == ROLES:
             # refused by the job role's own spec (its main entry point), not by the shared role's after it
             failed = [r for _name, r in result.tasks() if r.get("failed")]

@@ -28,6 +28,7 @@ class FakeServer:
         self.calls = []
         self.rv = 100
         self.reject = {}
+        self.schemas = {}  # kind -> the openAPIV3Schema its CRD serves (none: the CRD cannot be read)
 
     def apply(self, engine, obj, dry_run=False, force=False, manager=None):
         key = api.obj_key(obj)
@@ -88,6 +89,7 @@ class FakeServer:
         monkeypatch.setattr(engine_mod.QueueEngine, 'server_apply',
                             lambda engine, *args, **kwargs: server.apply(engine, *args, **kwargs))
         monkeypatch.setattr(engine_mod.QueueEngine, 'delete', delete)
+        monkeypatch.setattr(engine_mod.QueueEngine, 'crd_schema', lambda engine, kind: server.schemas.get(kind))
         monkeypatch.setattr(engine_mod.QueueEngine, 'get', lambda engine, key: copy.deepcopy(server.store.get(key)))
         monkeypatch.setattr(engine_mod.QueueEngine, 'create_namespace', lambda engine, name: True)
         monkeypatch.setattr(engine_mod.QueueEngine, 'wait_active', lambda engine, keys, deadline: {})
@@ -167,8 +169,9 @@ def test_dry_run_failure_writes_nothing_and_names_every_problem(server):
         run(config())
     assert writes(server) == []
     assert [str(p) for p in err.value.problems] == [
-        'ClusterQueue a: spec.queueingStrategy: Unsupported value: "Sideways"',
-        'LocalQueue team-a/q: spec.clusterQueue: field is immutable',
+        'ClusterQueue a: spec.queueingStrategy: Unsupported value: "Sideways"; correct the value',
+        'LocalQueue team-a/q: spec.clusterQueue: field is immutable; it cannot be changed on an existing object: '
+        'keep the current value, or delete the object and create it again (state: absent, then present)',
     ]
     assert 'nothing was written' in err.value.message()
 
@@ -217,18 +220,48 @@ def test_state_absent_reverse_order(server):
     assert run(config(), state='absent')['changed'] is False
 
 
+def test_schema_problems_come_before_any_dry_run(server):
+    """A quota of the wrong type and an undeclared field, refused from the CRD schema: no request judged them."""
+    server.schemas['ClusterQueue'] = {'type': 'object', 'properties': {
+        'apiVersion': {'type': 'string'}, 'kind': {'type': 'string'}, 'metadata': {'type': 'object'},
+        'spec': {'type': 'object', 'properties': {
+            'cohortName': {'type': 'string'}, 'namespaceSelector': {'type': 'object'},
+            'stopPolicy': {'type': 'string'},
+            'resourceGroups': {'type': 'array', 'items': {'type': 'object', 'properties': {
+                'coveredResources': {'type': 'array', 'items': {'type': 'string'}},
+                'flavors': {'type': 'array', 'items': {'type': 'object', 'properties': {
+                    'name': {'type': 'string'},
+                    'resources': {'type': 'array', 'items': {'type': 'object', 'properties': {
+                        'name': {'type': 'string'},
+                        'nominalQuota': {'x-kubernetes-int-or-string': True}}}}}}}}}}}}}}
+    objs = config()
+    objs[1]['spec']['cohortName'] = 7
+    objs[1]['spec']['stopPolicyy'] = 'Hold'
+    with pytest.raises(engine_mod.QueueProblems) as err:
+        run(objs)
+    assert server.calls == []
+    assert [p.as_dict() for p in err.value.problems] == [
+        {'object': 'ClusterQueue a', 'field': 'spec.cohortName', 'problem': 'must be a string, not the number 7',
+         'fix': 'write it as a string (in quotes when it looks like a number or a boolean): cohortName: "7"'},
+        {'object': 'ClusterQueue a', 'field': 'spec.stopPolicyy',
+         'problem': 'is not a field of kueue.x-k8s.io/v1beta2 ClusterQueue',
+         'fix': 'remove it or correct its name (did you mean stopPolicy?)'},
+    ]
+
+
 def test_problems_from_api_errors():
     exc = ApiException(status=409, reason='Conflict')
     exc.body = json.dumps({'message': 'Apply failed with 1 conflict', 'details': {'causes': [
         {'reason': 'FieldManagerConflict', 'message': 'conflict with "kubectl"', 'field': '.spec.stopPolicy'}]}})
     problems = engine_mod.problems_from_api_error(exc, 'ClusterQueue a')
-    assert problems[0].field == 'spec.stopPolicy' and 'force: true' in problems[0].text
+    assert problems[0].field == 'spec.stopPolicy' and 'force: true' in problems[0].fix and 'kubectl' in problems[0].text
     exc = ApiException(status=400, reason='Bad Request')
     exc.body = json.dumps({'message': 'admission webhook "vclusterqueue.kb.io" denied the request: '
                                       'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit: Invalid value'})
     problems = engine_mod.problems_from_api_error(exc, 'ClusterQueue a')
     assert problems[0].field == 'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit'
-    assert 'HTTP 400' in problems[0].text
+    assert problems[0].text == "invalid value (Kueue's webhook vclusterqueue.kb.io gave no detail)"
+    assert problems[0].fix == 'correct the value'
 
 
 # ------------------------------------------------------------------ MultiKueue

@@ -1,0 +1,157 @@
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The controller side of this collection's modules (their action plugins, plugins/action/): when a module task
+of the kueue role or of this collection's playbooks fails, its one failure message also names the role variable
+of every module option it names: "binary_path: helm was not found ... In the kueue role and playbooks:
+binary_path is kueue_helm_binary." So the user of the role reads the failure once, with the names they set
+(kueue_version), not the module option (chart_version) first and the same failure again from a rescue.
+A module task elsewhere (a user's own playbook) runs and fails exactly as without this.
+"""
+
+import dataclasses
+import os
+import re
+
+from ansible.plugins.action.normal import ActionModule as NormalAction
+
+# Which role (and playbook) variable sets each module option, by module; "kube" for the options every module has.
+OPTION_VARIABLES = {
+    'kube': {
+        'kubeconfig': 'kueue_kubeconfig',
+        'context': 'kueue_kube_context',
+        'host': 'kueue_kubeconfig (the server of its context)',
+    },
+    'kueue_helm': {
+        'chart_version': 'kueue_version',
+        'chart_ref': 'kueue_helm_chart_ref',
+        'plain_http': 'kueue_helm_plain_http',
+        'registry_username': 'kueue_helm_registry_username',
+        'registry_password': 'kueue_helm_registry_password',
+        'registry_ca_file': 'kueue_helm_registry_ca_file',
+        'registry_cert_file': 'kueue_helm_registry_cert_file',
+        'registry_key_file': 'kueue_helm_registry_key_file',
+        'registry_insecure_skip_tls_verify': 'kueue_helm_registry_insecure_skip_tls_verify',
+        'feature_gates': 'kueue_feature_gates',
+        'integrations': 'kueue_integrations',
+        'values': 'kueue_helm_values',
+        'values_files': 'kueue_helm_values_files',
+        'binary_path': 'kueue_helm_binary',
+        'wait': 'kueue_helm_wait',
+        'timeout': 'kueue_helm_timeout',
+        'atomic': 'kueue_helm_atomic',
+        'allow_managed_extension': 'kueue_helm_allow_managed_extension',
+        'release_name': 'kueue_release_name',
+        'release_namespace': 'kueue_namespace',
+    },
+    'kueue_verify': {
+        'namespace': 'kueue_namespace',
+        'release_name': 'kueue_release_name',
+        'feature_gates': 'kueue_feature_gates',
+        'integrations': 'kueue_integrations',
+        'smoke_test': 'kueue_smoke_test_queues',
+        'smoke_test_requests': 'kueue_smoke_test_requests',
+    },
+    'kueue_queues': {
+        'resources': 'kueue_resources',
+        'src': 'kueue_resources_src',
+        'secrets': 'kueue_secrets',
+        'prune': 'kueue_prune',
+        'force': 'kueue_force',
+        'hold_admission': 'kueue_hold_admission',
+        'create_namespaces': 'kueue_create_namespaces',
+        'kueue_namespace': 'kueue_namespace',
+        'timeout': 'kueue_queues_timeout',
+    },
+    'kueue_extension': {
+        'resource_group': 'kueue_aks_resource_group',
+        'cluster_name': 'kueue_aks_cluster_name',
+        'name': 'kueue_extension_name',
+        'release_train': 'kueue_extension_release_train',
+        'version': 'kueue_extension_version',
+        'auto_upgrade_mode': 'kueue_extension_auto_upgrade_mode',
+        'release_namespace': 'kueue_namespace',
+        'configuration_settings': 'kueue_extension_configuration_settings',
+        'configuration_protected_settings': 'kueue_extension_configuration_protected_settings',
+        'update_protected_settings': 'kueue_extension_update_protected_settings',
+        'timeout': 'kueue_extension_timeout',
+        'admin_credentials': 'kueue_aks_admin_credentials',
+        'auth_source': 'kueue_azure_auth_source (or ANSIBLE_AZURE_AUTH_SOURCE)',
+        'subscription_id': 'kueue_azure_subscription_id (or AZURE_SUBSCRIPTION_ID)',
+        'client_id': 'kueue_azure_client_id (or AZURE_CLIENT_ID)',
+        'secret': 'kueue_azure_secret (or AZURE_SECRET)',
+        'tenant': 'kueue_azure_tenant (or AZURE_TENANT)',
+        'profile': 'kueue_azure_profile (or AZURE_PROFILE)',
+        'cloud_environment': 'kueue_azure_cloud_environment (or AZURE_CLOUD_ENVIRONMENT)',
+        'ca_bundle': 'kueue_azure_ca_bundle (or AZURE_CA_BUNDLE)',
+    },
+    'kueue_backup': {
+        'dest': 'kueue_backup_dir',
+        'verify_path': 'kueue_backup_path',
+        'include_secrets': 'kueue_backup_include_secrets',
+        'include_aks_managed': 'kueue_backup_include_aks_managed',
+        'aks_extension': 'kueue_backup_aks_extension',
+        'cluster_name': 'kueue_backup_cluster_name',
+        'cluster_resource_id': 'kueue_backup_cluster_resource_id',
+        'kueue_namespace': 'kueue_namespace',
+    },
+    'kueue_gitops': {
+        'objects': 'kueue_gitops_pause',
+        'state_file': 'kueue_gitops_state_file',
+    },
+    'kueue_info': {
+        'kueue_namespace': 'kueue_namespace',
+        'release_name': 'kueue_release_name',
+    },
+    'kueue_jobs_info': {
+    },
+}
+
+_OPTION = re.compile(r'[a-z][a-z0-9]*_[a-z0-9_]+')
+_LEADING = re.compile(r'^([a-z_]+):')
+COLLECTION_ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), '..', '..'))
+_OWN = tuple(os.path.join(COLLECTION_ROOT, folder) + os.sep for folder in ('roles', 'playbooks'))
+
+
+def hint(message, module):
+    """' In the kueue role and playbooks: <option> is <variable>; ...' for the options ``message`` names (those
+    with an underscore wherever they appear; one-word options only as the message's leading "option:"), else ''."""
+    if module not in OPTION_VARIABLES:
+        return ''
+    options = dict(OPTION_VARIABLES['kube'])
+    options.update(OPTION_VARIABLES[module])
+    leading = _LEADING.match(message)
+    candidates = set(_OPTION.findall(message)) | set([leading.group(1)] if leading else [])
+    named = ['%s is %s' % (option, variable) for option, variable in options.items() if option in candidates]
+    return ' In the kueue role and playbooks: %s.' % '; '.join(named) if named else ''
+
+
+def in_collection(task_path):
+    """Whether a task (its ``get_path()``, FILE:LINE) is written in this collection's roles or playbooks."""
+    path = (task_path or '').rsplit(':', 1)[0]
+    return bool(path) and os.path.realpath(path).startswith(_OWN)
+
+
+class RoleHintAction(NormalAction):
+    """Runs the module as ansible.builtin's normal action does; adds the hint to a failure of the role's tasks."""
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(RoleHintAction, self).run(tmp, task_vars)
+        if result.get('failed') and in_collection(self._task.get_path()):
+            message = str(result.get('msg') or 'the task failed').strip()
+            result['msg'] = message + hint(message, self._task.action.rsplit('.', 1)[-1])
+            _retell(result, message)
+        return result
+
+
+def _retell(result, message):
+    """ansible-core 2.19 keeps the module's failure as an error summary too (its "[ERROR]: Task failed:" line):
+    the same words as ``msg`` there. Earlier releases have none."""
+    summary = result.get('exception')
+    event = getattr(summary, 'event', None)
+    if event is None or getattr(event, 'msg', None) != message or not dataclasses.is_dataclass(summary):
+        return
+    try:
+        result['exception'] = dataclasses.replace(summary, event=dataclasses.replace(event, msg=result['msg']))
+    except (TypeError, ValueError):
+        pass

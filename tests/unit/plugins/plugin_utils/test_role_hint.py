@@ -1,0 +1,80 @@
+"""plugin_utils/role_hint.py: the role variable named in a module failure of the kueue role and playbooks."""
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.kueueops.aks.plugins.plugin_utils import role_hint
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+MODULES = os.path.join(REPO, "plugins", "modules")
+
+
+def test_names_the_role_variable_of_each_option_the_message_names():
+    msg = "binary_path: helm was not found on PATH. Fix: install helm or set binary_path"
+    assert role_hint.hint(msg, "kueue_helm") == " In the kueue role and playbooks: binary_path is kueue_helm_binary."
+    msg = "chart_version: 0.x.1 is not a version; with context no-such"
+    assert role_hint.hint(msg, "kueue_helm") == " In the kueue role and playbooks: chart_version is kueue_version."
+
+
+def test_a_one_word_option_only_as_the_leading_field():
+    assert role_hint.hint("src: /x is missing", "kueue_queues") == (
+        " In the kueue role and playbooks: src is kueue_resources_src.")
+    assert role_hint.hint("the src file is missing", "kueue_queues") == ""
+
+
+def test_the_options_every_module_has_and_unknown_modules():
+    assert role_hint.hint("kubeconfig: no such file", "kueue_verify") == (
+        " In the kueue role and playbooks: kubeconfig is kueue_kubeconfig.")
+    assert role_hint.hint("kubeconfig: no such file", "not_ours") == ""
+    assert role_hint.hint("nothing named here", "kueue_helm") == ""
+
+
+@pytest.mark.parametrize("task_path,expected", [
+    (os.path.join(REPO, "roles", "kueue", "tasks", "install_helm.yml") + ":12", True),
+    (os.path.join(REPO, "playbooks", "status.yml") + ":30", True),
+    ("/srv/platform/site.yml:4", False),
+    (os.path.join(REPO, "tests", "integration", "play.yml") + ":1", False),
+    ("", False),
+    (None, False),
+])
+def test_only_the_collections_own_tasks_get_the_hint(task_path, expected):
+    assert role_hint.in_collection(task_path) is expected
+
+
+def _docs(path, owner=None):
+    """The YAML documentation assignments of a module file, or of a doc fragment class, by name."""
+    with open(path) as handle:
+        tree = ast.parse(handle.read())
+    body = tree.body
+    if owner:
+        body = next(n.body for n in body if isinstance(n, ast.ClassDef) and n.name == owner)
+    return dict((n.targets[0].id, yaml.safe_load(n.value.value)) for n in body
+                if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str))
+
+
+def _module_options(name):
+    """The option names of a module's DOCUMENTATION and of this collection's doc fragments it extends."""
+    doc = _docs(os.path.join(MODULES, name + ".py"))["DOCUMENTATION"]
+    options = set(doc.get("options") or {})
+    for fragment in doc.get("extends_documentation_fragment") or []:
+        if fragment.startswith("kueueops.aks."):
+            file_name, _dot, section = fragment[len("kueueops.aks."):].partition(".")
+            fragments = _docs(os.path.join(REPO, "plugins", "doc_fragments", file_name + ".py"), "ModuleDocFragment")
+            options |= set(fragments[(section or "documentation").upper()].get("options") or {})
+    return options
+
+
+@pytest.mark.parametrize("module", sorted(m for m in role_hint.OPTION_VARIABLES if m != "kube"))
+def test_every_option_named_is_an_option_of_its_module(module):
+    missing = set(role_hint.OPTION_VARIABLES[module]) - _module_options(module)
+    assert not missing, "%s has no option %s" % (module, sorted(missing))
+
+
+def test_every_module_has_its_action_plugin():
+    modules = sorted(f[:-3] for f in os.listdir(MODULES) if f.endswith(".py"))
+    actions = sorted(f[:-3] for f in os.listdir(os.path.join(REPO, "plugins", "action")) if f.endswith(".py"))
+    assert actions == modules
