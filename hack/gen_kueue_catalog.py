@@ -418,7 +418,7 @@ def _fmt(value, indent):
         one = repr(value)
         if len(one) + indent < 100:
             return one
-        return "[\n" + "".join("%s%r,\n" % (pad, v) for v in value) + " " * indent + "]"
+        return "[\n" + "".join("%s%s,\n" % (pad, _fmt(v, indent + 4)) for v in value) + " " * indent + "]"
     return repr(value)
 
 
