@@ -311,9 +311,9 @@ CASES = [
                                                  {"name": "memory", "nominalQuota": "8Gi"}])])}),
     Case("queues-cel-flavor-fungibility-preference", "kueue_queues",
          ["ClusterQueue corpus-bad", "spec.flavorFungibility.preference"], ["TryNextFlavor"],
-         {"args": q([_with(cq("corpus-bad"), flavorFungibility={"whenCanBorrow": "MayStopSearch",
-                                                               "whenCanPreempt": "TryNextFlavor",
-                                                               "preference": "BorrowingOverPreemption"})])}),
+         {"args": q([_with(cq("corpus-bad"), flavorFungibility={
+             "whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor",
+             "preference": "BorrowingOverPreemption"})])}),
     Case("queues-cel-reclaim-never-borrow-within-cohort", "kueue_queues",
          ["ClusterQueue corpus-bad", "spec.preemption"], ["reclaimWithinCohort to Any or LowerPriority"],
          {"args": q([_with(cq("corpus-bad"), cohortName="corpus-cohort", preemption={

@@ -42,8 +42,8 @@ def test_each_scalar_kind_and_container_of_the_wrong_type():
         "spec.ratio": ("must be a number, not the boolean true", "write a number without quotes"),
         "spec.stopPolicy": ("must be a string, not a list",
                             "write it as a string (in quotes when it looks like a number or a boolean)"),
-        "spec.levels": ("must be a list, not a mapping", "write it as a list ('- ' items), even with one item, "
-                                                          "e.g. levels: [...]"),
+        "spec.levels": ("must be a list, not a mapping",
+                        "write it as a list ('- ' items), even with one item, e.g. levels: [...]"),
         "spec.fairSharing.weight": ("must be a single value, not a list", "write a single value, not a list or a mapping"),
         "spec.nodeLabels.pool": ("must be a string, not the number 1",
                                  'write it as a string (in quotes when it looks like a number or a boolean): pool: "1"'),
