@@ -309,8 +309,10 @@ def _bad_cases():
         "schema-enum": ([cq_with(set_(["spec", "queueingStrategy"], "Sideways"))],
                         "ClusterQueue kq-bad", "spec.queueingStrategy"),
         "schema-unknown-field": ([cq_with(set_(["spec", "colour"], "blue"))], "ClusterQueue kq-bad", "spec.colour"),
+        # Kueue's CEL rule sits at spec; the message names the field it is about (issue 20)
         "cel-borrowing-without-cohort": ([cq_with(set_(res0 + ["borrowingLimit"], "2"))], "ClusterQueue kq-bad",
-                                         "borrowingLimit must be nil when cohort is empty"),
+                                         "spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: "
+                                         "borrowingLimit needs a cohort"),
         "dangling-localqueue": ([{"apiVersion": V2, "kind": "LocalQueue",
                                   "metadata": {"name": "kq-orphan", "namespace": "kq-team-a"},
                                   "spec": {"clusterQueue": "kq-nowhere"}}],

@@ -366,6 +366,19 @@ CASES = [
          ["in the order of the resource group's coveredResources"],
          {"args": q([cq("corpus-bad", resources=[{"name": "memory", "nominalQuota": "8Gi"},
                                                  {"name": "cpu", "nominalQuota": "4"}])])}),
+    Case("queues-webhook-admission-check-on-unknown-flavor", "kueue_queues",
+         ["ClusterQueue corpus-bad", "spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]"],
+         ["use one of: corpus-flavor"],
+         {"args": q([{"apiVersion": API, "kind": "AdmissionCheck", "metadata": {"name": "corpus-check"},
+                      "spec": {"controllerName": "example.com/corpus"}},
+                     _with(cq("corpus-bad"), admissionChecksStrategy={"admissionChecks": [
+                         {"name": "corpus-check", "onFlavors": ["corpus-ghost"]}]})])}),
+    Case("queues-webhook-duplicate-flavor", "kueue_queues", ["ClusterQueue corpus-bad", "listed twice"],
+         ["keep one of the entries"],
+         {"args": q([_with(cq("corpus-bad"), resourceGroups=[
+             {"coveredResources": ["cpu"], "flavors": [{"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": "4"}]}]},
+             {"coveredResources": ["memory"], "flavors": [{"name": FLAVOR, "resources": [
+                 {"name": "memory", "nominalQuota": "8Gi"}]}]}])])}),
     Case("queues-negative-fair-sharing-weight", "kueue_queues", ["ClusterQueue corpus-bad", "spec.fairSharing.weight"],
          ["give 0 or more"], {"args": q([_with(cq("corpus-bad"), fairSharing={"weight": "-1"})])}),
     Case("queues-cel-multikueue-cluster-source", "kueue_queues",
