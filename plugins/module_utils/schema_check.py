@@ -13,12 +13,6 @@ server's to judge. Pure logic: no cluster, no Ansible.
 from ansible_collections.kueueops.aks.plugins.module_utils import server_errors
 
 
-def _join(path, part):
-    if isinstance(part, int):
-        return '%s[%d]' % (path, part)
-    return '%s.%s' % (path, part) if path else part
-
-
 def problems(obj, schema, kind_label):
     """[(field, problem, fix)] for ``obj`` against ``schema`` (a CRD version's ``openAPIV3Schema``)."""
     out = []
@@ -41,7 +35,7 @@ def _walk(value, schema, path, kind_label, out):
         props = schema.get('properties') or {}
         extra = schema.get('additionalProperties')
         for name, child in value.items():
-            where = _join(path, name)
+            where = server_errors.child(path, name)
             if name in props:
                 _walk(child, props[name], where, kind_label, out)
             elif isinstance(extra, dict):
@@ -53,7 +47,7 @@ def _walk(value, schema, path, kind_label, out):
             out.append(server_errors.type_problem(path, 'list', value))
             return
         for idx, item in enumerate(value):
-            _walk(item, schema.get('items') or {}, _join(path, idx), kind_label, out)
+            _walk(item, schema.get('items') or {}, server_errors.child(path, idx), kind_label, out)
     elif kind == 'string':
         if not isinstance(value, str):
             out.append(server_errors.type_problem(path, 'string', value))

@@ -212,10 +212,17 @@ def _parse(field):
     return out
 
 
+def child(path, part):
+    """The field path of ``part`` (a field name, or an index) under ``path``: 'spec' + 0 -> 'spec[0]'."""
+    if isinstance(part, int):
+        return '%s[%d]' % (path, part)
+    return '%s.%s' % (path, part) if path else part
+
+
 def _join(parts):
     text = ''
     for part in parts:
-        text += '[%d]' % part if isinstance(part, int) else ('.' if text else '') + part
+        text = child(text, part)
     return text
 
 
@@ -303,7 +310,7 @@ def type_fix(want, value, leaf):
     fix = _WANT[want][1]
     if want == 'numeric (int or float)' and isinstance(value, str) and re.match(r'^-?\d+(\.\d+)?$', value.strip()):
         return '%s: %s: %s, not "%s"' % (fix, leaf, value.strip(), value)
-    if want == 'string' and isinstance(value, (bool, int, float)) and not isinstance(value, dict):
+    if want == 'string' and isinstance(value, (bool, int, float)):
         shown = str(value).lower() if isinstance(value, bool) else str(value)
         return '%s: %s: "%s"' % (fix, leaf, shown)
     if want == 'list' and isinstance(value, (str, int, float, dict)):

@@ -710,9 +710,10 @@ class Agent:
             end = time.monotonic() + (FAST if time.monotonic() < busy_until else STEADY)
             while not self.stopping and time.monotonic() < end:
                 woken = self.wake.wait(min(TICK, max(0.0, end - time.monotonic())))
-                if woken or self.flags() != flags or self.exited():
+                now_flags = self.flags()
+                if woken or now_flags != flags or self.exited():
                     self.wake.clear()
-                    flags = self.flags()
+                    flags = now_flags
                     busy_until = time.monotonic() + BUSY_SECONDS
                     break
         for mgr in self.managers.values():
