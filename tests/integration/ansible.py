@@ -110,13 +110,18 @@ def run_playbook(playbook, extravars: dict | None = None, check: bool = False, d
     return Result(proc.returncode, data, proc.stdout, proc.stderr)
 
 
-def aks_inventory(path, **hostvars) -> str:
-    """Write an inventory of one local host for the ARM emulator's AKS cluster (kueue_aks_* from $AKS_*),
-    with `hostvars` added; returns its path."""
+def aks_host(**hostvars) -> dict:
+    """The variables of a local host for the ARM emulator's AKS cluster (kueue_aks_* from $AKS_*), `hostvars` over
+    them."""
     host = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
             "kueue_aks_resource_group": "{{ lookup('ansible.builtin.env', 'AKS_RESOURCE_GROUP') }}",
             "kueue_aks_cluster_name": "{{ lookup('ansible.builtin.env', 'AKS_CLUSTER_NAME') }}"}
     host.update(hostvars)
+    return host
+
+
+def aks_inventory(path, **hostvars) -> str:
+    """Write an inventory of one local host (aks_host) for the ARM emulator's AKS cluster; returns its path."""
     with open(path, "w") as handle:
-        yaml.safe_dump({"kueue_clusters": {"hosts": {"local": host}}}, handle)
+        yaml.safe_dump({"kueue_clusters": {"hosts": {"local": aks_host(**hostvars)}}}, handle)
     return str(path)

@@ -34,10 +34,10 @@ class Case:
         return self.id
 
 
-def message_of(result) -> str:
-    """Every failure message of the run, joined (falls back to the end of stdout+stderr when Ansible
+def message_of(result, host: str = "local") -> str:
+    """Every failure message of the run for `host`, joined (falls back to the end of stdout+stderr when Ansible
     failed before any task, e.g. a playbook that does not parse)."""
-    messages = result.failure_messages()
+    messages = result.failure_messages(host)
     if messages:
         return " ".join(str(m) for m in messages)
     return (result.stdout + result.stderr)[-4000:]
@@ -84,17 +84,25 @@ def assert_unchanged(case: Case, before: dict, after: dict) -> None:
     assert not changed, "%s changed the cluster: %s" % (case.id, changed)
 
 
-def assert_fails_safely(case: Case, result, kube, before: dict | None) -> str:
+def assert_fails_safely(case: Case, result, kube, before: dict | None, host: str = "local",
+                        after: dict | None = None) -> str:
     """Assert the three properties above; return the message (for the test's own extra checks).
     `before` is `rbac.snapshot(kube)` taken before the run (None when the case has no cluster to
-    compare, e.g. an unreachable API server: then the caller compares what it can)."""
+    compare, e.g. an unreachable API server: then the caller compares what it can); `after` the one taken
+    after it (taken here when None). `host` is the case's host of the run: a run of several cases, one host
+    each (the role corpus's batches), is judged per host: that host failed, its messages name the field and
+    the fix; no traceback anywhere in the run; the cluster unchanged over the whole run."""
     assert result.rc != 0, "the run did not fail: %r\n%s" % (result, result.stdout[-3000:])
+    if host in result.stats:
+        stats = result.host_stats(host)
+        assert stats.get("failures", 0) + stats.get("unreachable", 0) >= 1, \
+            "%s: its host did not fail: %r\n%s" % (case.id, stats, result.stdout[-3000:])
     assert_no_traceback(result)
-    message = message_of(result)
+    message = message_of(result, host)
     assert_names_and_fix(case, message)
-    assert_plain_words(case, message, [res for host in result.stats for _name, res in result.tasks(host)])
+    assert_plain_words(case, message, [res for _name, res in result.tasks(host)])
     if before is not None:
-        assert_unchanged(case, before, rbac.snapshot(kube))
+        assert_unchanged(case, before, rbac.snapshot(kube) if after is None else after)
     return message
 
 
