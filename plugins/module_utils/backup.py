@@ -38,9 +38,11 @@ import shutil
 import tempfile
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.files import discard
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import (
-    BY_NAME, EXPORT_METADATA, GROUP, KIND_ORDER, KUEUE_KINDS, PLURALS, key_label, obj_key, strip_server_metadata)
+    BY_NAME, EXPORT_METADATA, GROUP, KIND_ORDER, KUEUE_KINDS, PLURALS, condition_true, key_label, obj_key,
+    strip_server_metadata)
 
 try:
     import yaml
@@ -361,13 +363,6 @@ def compare(backup_objects, live_objects):
 
 
 # -------------------------------------------------------------- workloads
-def _condition_true(obj, ctype):
-    for cond in ((obj or {}).get('status') or {}).get('conditions') or []:
-        if cond.get('type') == ctype:
-            return cond.get('status') == 'True'
-    return False
-
-
 def workload_counts(workloads, local_queues, cluster_queues):
     """Pending and admitted Workloads per LocalQueue and ClusterQueue (finished ones are not counted).
 
@@ -386,10 +381,10 @@ def workload_counts(workloads, local_queues, cluster_queues):
     cqs = dict((obj_key(o)[2], {'name': obj_key(o)[2], 'pending': 0, 'admitted': 0}) for o in cluster_queues)
     total = {'pending': 0, 'admitted': 0, 'finished': 0}
     for wl in workloads:
-        if _condition_true(wl, 'Finished'):
+        if condition_true(wl, 'Finished'):
             total['finished'] += 1
             continue
-        state = 'admitted' if _condition_true(wl, 'Admitted') else 'pending'
+        state = 'admitted' if condition_true(wl, 'Admitted') else 'pending'
         total[state] += 1
         namespace = (wl.get('metadata') or {}).get('namespace') or ''
         queue = (wl.get('spec') or {}).get('queueName')
@@ -539,10 +534,7 @@ def write_backup(path, files, manifest_bytes, before_commit=None, field='dest', 
         try:
             os.rename(temp, target)
         except OSError as exc:
-            try:
-                os.rmdir(target)
-            except OSError:
-                pass
+            discard(os.rmdir, target)
             raise os_error(exc, parent, field)
         try:
             _fsync_dir(parent)

@@ -11,6 +11,15 @@ import tempfile
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 
 
+def discard(remove, path):
+    """Best-effort clean-up after a failed write: ``remove(path)`` (``os.unlink``, ``os.rmdir``), an OSError
+    ignored so that the error of the write is the one reported."""
+    try:
+        remove(path)
+    except OSError:
+        pass
+
+
 def file_matches(path, data, mode=0o600):
     """Whether ``path`` holds exactly ``data`` (bytes) with permissions ``mode``."""
     try:
@@ -37,9 +46,6 @@ def write_private_file(path, data, field, folder_fix='create the folder first, o
         os.chmod(tmp, mode)
         os.rename(tmp, path)
     except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        discard(os.unlink, tmp)
         raise KueueOpsError('cannot write %s: %s' % (path, exc.strerror or exc), field=field,
                             fix='choose a writable path on the controller')

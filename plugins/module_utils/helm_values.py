@@ -58,22 +58,17 @@ def _require_yaml():
                             fix="pip install PyYAML (or: install the collection's requirements.txt)")
 
 
-def _get(d, path):
+_MISSING = object()
+
+
+def _get(d, path, default=None):
+    """The value at the dotted ``path`` of nested mappings, or ``default`` where a key is missing."""
     cur = d
     for key in path.split("."):
         if not isinstance(cur, dict) or key not in cur:
-            return None
+            return default
         cur = cur[key]
     return cur
-
-
-def _has(d, path):
-    cur = d
-    for key in path.split("."):
-        if not isinstance(cur, dict) or key not in cur:
-            return False
-        cur = cur[key]
-    return True
 
 
 def deep_merge(base, override):
@@ -147,7 +142,7 @@ def detect_misnested_values(values):
 def _shape_problems(values):
     problems = []
     cfg = _get(values, CONFIG_PATH)
-    if _has(values, CONFIG_PATH) and cfg is not None and not isinstance(cfg, str):
+    if cfg is not None and not isinstance(cfg, str):
         problems.append(
             "managerConfig.controllerManagerConfigYaml is a %s, but the chart expects a string (it runs "
             "fromYaml on it, so a mapping fails to render). Write it as a YAML block string "
@@ -163,7 +158,7 @@ def _shape_problems(values):
                 problems.append("managerConfig.controllerManagerConfigYaml must hold a Kueue Configuration "
                                 "mapping, got %s." % type(parsed).__name__)
     gates = _get(values, GATES_PATH)
-    if _has(values, GATES_PATH) and gates is not None:
+    if gates is not None:
         if isinstance(gates, dict):
             problems.append(
                 "controllerManager.featureGates is a mapping, but the chart expects a list of {name, enabled} "
@@ -299,7 +294,7 @@ def render_values(version, feature_gates, integrations, user_values, default_man
     if feature_gates:
         if not isinstance(feature_gates, dict):
             raise KueueOpsError("feature_gates must be a mapping of gate name to true/false", field="feature_gates")
-        if _has(user_values, GATES_PATH) and _get(user_values, GATES_PATH) not in (None, []):
+        if _get(user_values, GATES_PATH) not in (None, []):
             raise KueueOpsError(
                 "feature gates are given twice: by the feature_gates option and by values.controllerManager."
                 "featureGates", field="feature_gates",
@@ -326,7 +321,7 @@ def _render_config(version, integrations, user_values, default_yaml):
     from_user = isinstance(user_cfg_text, str) and user_cfg_text.strip() != ""
     if from_user:
         cfg = yaml.safe_load(user_cfg_text) or {}
-        if _has(cfg, "integrations.frameworks"):
+        if _get(cfg, "integrations.frameworks", _MISSING) is not _MISSING:  # present, even as null
             raise KueueOpsError(
                 "integration frameworks are given twice: by the integrations option and by integrations.frameworks "
                 "in values.managerConfig.controllerManagerConfigYaml", field="integrations",

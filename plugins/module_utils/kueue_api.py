@@ -104,3 +104,16 @@ def key_label(key):
 
 def obj_label(obj):
     return key_label(obj_key(obj))
+
+
+def condition(obj, ctype):
+    """The condition of type ``ctype`` in an object's ``status.conditions`` (a dict), or None."""
+    for cond in ((obj or {}).get('status') or {}).get('conditions') or []:
+        if cond.get('type') == ctype:
+            return cond
+    return None
+
+
+def condition_true(obj, ctype):
+    """Whether the object's condition ``ctype`` has status True."""
+    return (condition(obj, ctype) or {}).get('status') == 'True'

@@ -89,8 +89,8 @@ except ImportError:  # pragma: no cover - the module reports the missing library
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import (
-    ALPHA, ALPHA_KINDS, EXPORT_METADATA, GROUP, KIND_ORDER, LAST_APPLIED, NAMESPACED, PLURALS, VERSIONS, key_label,
-    kind_rank, obj_key, obj_label, strip_server_metadata)
+    ALPHA, ALPHA_KINDS, EXPORT_METADATA, GROUP, KIND_ORDER, LAST_APPLIED, NAMESPACED, PLURALS, VERSIONS, condition,
+    key_label, kind_rank, obj_key, obj_label, strip_server_metadata)
 
 FIELD_MANAGER = 'kueueops'
 RESOURCE_IN_USE_FINALIZER = 'kueue.x-k8s.io/resource-in-use'
@@ -255,6 +255,21 @@ def load_inputs(resources=None, src=None):
 
 
 # ---------------------------------------------------------------- conversion
+# spec.flavorFungibility: v1beta2's MayStopSearch is called Borrow (whenCanBorrow) and Preempt (whenCanPreempt) by
+# v1beta1, the only names older Kueue knows.
+_FUNGIBILITY_V1BETA1 = (('whenCanBorrow', 'Borrow'), ('whenCanPreempt', 'Preempt'))
+
+
+def _convert_fungibility(spec, to_v1beta2):
+    fungibility = spec.get('flavorFungibility')
+    if not isinstance(fungibility, dict):
+        return
+    for field, v1beta1 in _FUNGIBILITY_V1BETA1:
+        old, new = (v1beta1, 'MayStopSearch') if to_v1beta2 else ('MayStopSearch', v1beta1)
+        if fungibility.get(field) == old:
+            fungibility[field] = new
+
+
 def _rename(spec, old, new, label, problems, old_version, new_version):
     if old in spec and new in spec:
         if spec[old] != spec[new]:
@@ -323,25 +338,14 @@ def convert(obj, source, target, label, problems):
                                                 'must be a list of AdmissionCheck names'))
                     else:
                         spec['admissionChecksStrategy'] = {'admissionChecks': [{'name': c} for c in checks]}
-            fungibility = spec.get('flavorFungibility')
-            if isinstance(fungibility, dict):
-                if fungibility.get('whenCanBorrow') == 'Borrow':
-                    fungibility['whenCanBorrow'] = 'MayStopSearch'
-                if fungibility.get('whenCanPreempt') == 'Preempt':
-                    fungibility['whenCanPreempt'] = 'MayStopSearch'
+            _convert_fungibility(spec, to_v1beta2=True)
         else:
             _rename(spec, 'cohortName', 'cohort', label, problems, source, target)
             if 'concurrentAdmissionPolicy' in spec:
                 problems.append(Problem(label, 'spec.concurrentAdmissionPolicy',
                                         'has no equivalent in %s/v1beta1, the only version this cluster serves; '
                                         'remove it or upgrade Kueue' % GROUP))
-            fungibility = spec.get('flavorFungibility')
-            if isinstance(fungibility, dict):
-                # Older Kueue's v1beta1 only knows the old names of MayStopSearch.
-                if fungibility.get('whenCanBorrow') == 'MayStopSearch':
-                    fungibility['whenCanBorrow'] = 'Borrow'
-                if fungibility.get('whenCanPreempt') == 'MayStopSearch':
-                    fungibility['whenCanPreempt'] = 'Preempt'
+            _convert_fungibility(spec, to_v1beta2=False)
     elif kind == 'MultiKueueCluster':
         if source == 'v1beta1':
             moved = dict((f, spec.pop(f)) for f in ('kubeConfig', 'clusterProfileRef') if f in spec)
@@ -1008,13 +1012,6 @@ def diff_view(obj, other=None):
 
 
 # ------------------------------------------------------------------- queues
-def condition(obj, ctype):
-    for cond in ((obj or {}).get('status') or {}).get('conditions') or []:
-        if cond.get('type') == ctype:
-            return cond
-    return None
-
-
 def active_state(obj):
     """(active, reason/message) from the Active condition of a ClusterQueue/LocalQueue."""
     cond = condition(obj, 'Active')

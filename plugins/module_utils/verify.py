@@ -17,20 +17,13 @@ from ansible_collections.kueueops.aks.plugins.module_utils.errors import api_exc
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import effective_from_deployment
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import CRD_PLURALS, GROUP
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import CRD_PLURALS, GROUP, condition, condition_true
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, manager_container, path
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until, watch_until
 
 # The CRDs a healthy install has: every kind of the configuration, and Workloads.
 DEFAULT_CRDS = CRD_PLURALS
 PROBE_NAME = "kueueops-verify-probe"
-
-
-def condition_status(obj, ctype):
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if cond.get("type") == ctype:
-            return cond
-    return None
 
 
 def flavor_quotas(cq):
@@ -142,8 +135,7 @@ class Verifier:
             if crd is None:
                 missing.append(plural)
                 continue
-            est = [c for c in (crd.get("status") or {}).get("conditions") or [] if c.get("type") == "Established"]
-            if not est or est[0].get("status") != "True":
+            if not condition_true(crd, "Established"):
                 unestablished.append(plural)
         ok = not missing and not unestablished
         parts = []
@@ -258,7 +250,7 @@ class Verifier:
             return out
         for cq in cqs:
             st = cq.get("status") or {}
-            active = condition_status(cq, "Active")
+            active = condition(cq, "Active")
             out["cluster_queues"].append({
                 "name": cq["metadata"]["name"],
                 "active": bool(active and active.get("status") == "True"),
@@ -270,7 +262,7 @@ class Verifier:
             })
         for lq in lqs:
             st = lq.get("status") or {}
-            active = condition_status(lq, "Active")
+            active = condition(lq, "Active")
             out["local_queues"].append({
                 "name": lq["metadata"]["name"], "namespace": lq["metadata"]["namespace"],
                 "cluster_queue": (lq.get("spec") or {}).get("clusterQueue"),
@@ -332,7 +324,7 @@ def apiservice_check(svc):
     name = svc["metadata"]["name"]
     service = svc["spec"]["service"]
     backend = "%s/%s" % (service.get("namespace"), service.get("name"))
-    cond = next((c for c in (svc.get("status") or {}).get("conditions") or [] if c.get("type") == "Available"), None)
+    cond = condition(svc, "Available")
     details = {"service": backend, "status": cond.get("status") if cond else None,
                "reason": cond.get("reason") if cond else None}
     if cond is not None and cond.get("status") == "True":
@@ -402,14 +394,14 @@ def run_smoke_tests(api_client, queues, requests, timeout):
         for ref, ns, job_name, uid, started in pending:
             wls = cluster.items(path(group_version, "workloads", ns))
             mine = [w for w in wls if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])]
-            admitted = mine and (condition_status(mine[0], "Admitted") or {}).get("status") == "True"
+            admitted = mine and condition_true(mine[0], "Admitted")
             if admitted and _job_suspend(cluster, ns, job_name) is False:
                 results[ref] = Check("smoke-test/%s" % ref, True, "Job %s admitted in %.1fs" % (
                     job_name, time.monotonic() - started))
             else:
                 still.append((ref, ns, job_name, uid, started))
                 if mine:
-                    cond = condition_status(mine[0], "QuotaReserved") or condition_status(mine[0], "Admitted") or {}
+                    cond = condition(mine[0], "QuotaReserved") or condition(mine[0], "Admitted") or {}
                     results[ref] = Check("smoke-test/%s" % ref, False, "Job %s not admitted: %s %s" % (
                         job_name, cond.get("reason", "pending"), cond.get("message", "")))
                 else:

@@ -103,10 +103,8 @@ attributes:
     details: Reads the cluster and reports the path, files, counts and checksums it would write; writes nothing.
   diff_mode:
     support: none
-  platform:
-    platforms: all
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - kueueops.aks.attributes
   - kueueops.aks.kube_auth
 notes:
   - Check mode reads the cluster and reports the path, files, counts and checksums that would be written, and writes
@@ -114,7 +112,6 @@ notes:
   - Workload objects are not backed up; after a reinstall Kueue creates new Workloads for the Jobs that still carry a
     queue label.
 requirements:
-  - kubernetes >= 29.0.0
   - PyYAML
 """
 

@@ -176,10 +176,12 @@ attributes:
   diff_mode:
     support: full
     details: The extension before and after (protected settings never shown).
-  platform:
-    platforms: all
+  action_group:
+    membership:
+      - kueueops.aks.kueue
+      - kueueops.aks.azure
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - kueueops.aks.attributes
   - kueueops.aks.azure_auth
   - kueueops.aks.azure_auth.connection
   - kueueops.aks.kube_auth
@@ -191,10 +193,8 @@ notes:
   - Supports diff mode; the diff holds the extension's type, namespace, release train, version, upgrade settings,
     configuration settings and the names of the protected settings.
 requirements:
-  - azure-identity >= 1.15.0
   - azure-mgmt-containerservice >= 30.0.0
   - azure-mgmt-kubernetesconfiguration-extensions >= 1.0.0
-  - kubernetes >= 29.0.0 (for the preflight's Kubernetes check)
   - PyYAML
 seealso:
   - module: kueueops.aks.kueue_verify

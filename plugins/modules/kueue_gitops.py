@@ -47,13 +47,9 @@ attributes:
     details: Reports which objects it would pause or resume; patches nothing and writes no state file.
   diff_mode:
     support: none
-  platform:
-    platforms: all
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - kueueops.aks.attributes
   - kueueops.aks.kube_auth
-requirements:
-  - kubernetes >= 29.0.0
 """
 
 EXAMPLES = r"""

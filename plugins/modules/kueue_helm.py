@@ -174,10 +174,8 @@ attributes:
   diff_mode:
     support: full
     details: The Helm values before and after (the managed extension's values hidden), or what an uninstall removes.
-  platform:
-    platforms: all
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - kueueops.aks.attributes
   - kueueops.aks.kube_auth
 notes:
   - Helm reads cluster credentials from the environment (C(KUBECONFIG), C(HELM_KUBETOKEN), ...), never from the
@@ -189,7 +187,6 @@ notes:
   - O(client_cert) and O(client_key) have no helm equivalent; give them inside a kubeconfig.
 requirements:
   - helm >= 3.13 (v3) or v4
-  - kubernetes >= 29.0.0
   - PyYAML
 seealso:
   - module: kueueops.aks.kueue_verify

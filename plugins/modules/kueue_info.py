@@ -37,20 +37,10 @@ options:
       - Name of the Helm release of Kueue. A release of another name counts when its chart is C(kueue).
     type: str
     default: kueue
-attributes:
-  check_mode:
-    support: full
-    details: This action does not modify state.
-  diff_mode:
-    support: N/A
-    details: This action does not modify state.
-  platform:
-    platforms: all
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - kueueops.aks.attributes
+  - kueueops.aks.attributes.info_module
   - kueueops.aks.kube_auth
-requirements:
-  - kubernetes >= 29.0.0
 """
 
 EXAMPLES = r"""

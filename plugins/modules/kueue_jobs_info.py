@@ -25,20 +25,10 @@ options:
     description: The queue label.
     type: str
     default: kueue.x-k8s.io/queue-name
-attributes:
-  check_mode:
-    support: full
-    details: This action does not modify state.
-  diff_mode:
-    support: N/A
-    details: This action does not modify state.
-  platform:
-    platforms: all
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - kueueops.aks.attributes
+  - kueueops.aks.attributes.info_module
   - kueueops.aks.kube_auth
-requirements:
-  - kubernetes >= 29.0.0
 """
 
 EXAMPLES = r"""
@@ -72,16 +62,15 @@ finished:
 """
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import label_key_error, namespace_name_error
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
-
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import condition_true
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
 
 def classify(job):
     """'suspended', 'running' or 'finished' for a Job as a dict (API field names)."""
-    for cond in ((job.get('status') or {}).get('conditions') or []):
-        if cond.get('type') in ('Complete', 'Failed') and cond.get('status') == 'True':
-            return 'finished'
+    if condition_true(job, 'Complete') or condition_true(job, 'Failed'):
+        return 'finished'
     if (job.get('spec') or {}).get('suspend'):
         return 'suspended'
     return 'running'

@@ -145,16 +145,13 @@ attributes:
   diff_mode:
     support: full
     details: The before and after of every object that changes (Secret values redacted).
-  platform:
-    platforms: all
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - kueueops.aks.attributes
   - kueueops.aks.kube_auth
 notes:
   - Check mode validates and dry-runs everything and reports what would change (and what would be pruned) without
     writing. Diff mode returns the before and after of every changed object.
 requirements:
-  - kubernetes >= 29.0.0
   - PyYAML
 """
 

@@ -110,15 +110,11 @@ attributes:
   diff_mode:
     support: N/A
     details: This action does not modify state other than by the smoke test.
-  platform:
-    platforms: all
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - kueueops.aks.attributes
   - kueueops.aks.kube_auth
 notes:
   - Read-only; supports check mode.
-requirements:
-  - kubernetes >= 29.0.0
 """
 
 EXAMPLES = r"""

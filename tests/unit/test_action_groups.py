@@ -3,7 +3,10 @@ every option their group is documented for. `kueue` = every module, which all ex
 (the Kubernetes options); `azure` = exactly the modules that extend azure_auth and azure_auth.connection.
 The modules' own argument specs are compared with the fragments in test_doc_fragments.py and by sanity's
 validate-modules; tests/integration/test_auth_options.py sets every option through the groups on a cluster."""
+import json
 import os
+import subprocess
+import sys
 
 import yaml
 
@@ -44,20 +47,42 @@ def test_docs_name_the_group_of_each_option_set():
     assert "group/kueueops.aks.kueue: {subscription_id" not in comments
 
 
+def merged_docs():
+    """Every module's documentation as ansible-doc shows it, its doc fragments merged in."""
+    bindir = os.path.dirname(sys.executable)
+    collections = os.path.join(os.path.dirname(bindir), "collections")
+    if not os.path.isdir(os.path.join(collections, "ansible_collections", "kueueops", "aks")):
+        collections = os.path.join(REPO, ".venv", "collections")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_NOCOLOR="1")
+    out = subprocess.run([os.path.join(bindir, "ansible-doc"), "-j", "-t", "module"]
+                         + ["kueueops.aks." + m for m in MODULES], env=env, check=True, capture_output=True, text=True)
+    return dict((name.split(".")[-1], entry["doc"]) for name, entry in json.loads(out.stdout).items())
+
+
 def test_every_module_documents_its_attributes():
-    """check_mode, diff_mode and platform for every module, from ansible.builtin's attribute fragment; a module
-    that claims check mode declares supports_check_mode, one that claims diff mode reads module._diff (the
-    integration test test_auth_options.py runs both)."""
+    """check_mode, diff_mode, platform and action_group for every module, from the one attributes fragment; the
+    action groups documented are those of meta/runtime.yml; a module that claims check mode declares
+    supports_check_mode, one that claims diff mode reads module._diff (the integration test
+    test_auth_options.py runs both)."""
+    with open(os.path.join(REPO, "meta", "runtime.yml")) as handle:
+        groups = yaml.safe_load(handle)["action_groups"]
+    docs = merged_docs()
+    assert sorted(docs) == MODULES
     for module in MODULES:
         with open(os.path.join(REPO, "plugins", "modules", module + ".py")) as handle:
             text = handle.read()
-        doc = yaml.safe_load(text.split('DOCUMENTATION = r"""', 1)[1].split('"""', 1)[0])
-        attrs = doc["attributes"]
-        assert set(attrs) == {"check_mode", "diff_mode", "platform"}, module
-        assert "ansible.builtin.action_common_attributes" in doc["extends_documentation_fragment"], module
-        assert attrs["platform"] == {"platforms": "all"}, module
+        assert "kueueops.aks.attributes" in fragments(module), module
+        attrs = docs[module]["attributes"]
+        assert set(attrs) == {"check_mode", "diff_mode", "platform", "action_group"}, module
+        assert all(attr.get("description") for attr in attrs.values()), module
+        assert attrs["platform"]["platforms"] == "all", module
+        assert sorted(attrs["action_group"]["membership"]) == sorted(
+            "kueueops.aks." + group for group, members in groups.items() if module in members), module
         assert attrs["check_mode"]["support"] in ("full", "partial", "none"), module
         assert attrs["diff_mode"]["support"] in ("full", "partial", "none", "N/A"), module
         assert ("supports_check_mode=True" in text) == (attrs["check_mode"]["support"] != "none"), module
         if attrs["diff_mode"]["support"] in ("full", "partial"):
             assert "_diff" in text or "diff=module._diff" in text, module
+        # The Python libraries a module needs are listed once (the fragments list the auth libraries).
+        names = [r.split()[0].lower() for r in docs[module].get("requirements") or []]
+        assert len(names) == len(set(names)), (module, names)

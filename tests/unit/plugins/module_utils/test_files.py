@@ -40,3 +40,16 @@ def test_a_failed_write_names_the_field_and_leaves_nothing(tmp_path):
         x.write_private_file(str(target), b'{}', 'state_file')
     assert info.value.field == 'state_file' and 'cannot write' in info.value.message()
     assert sorted(os.listdir(str(folder))) == ['gitops.json']  # no temporary file left
+
+
+def test_discard_removes_what_is_there_and_ignores_what_is_not(tmp_path):
+    left = tmp_path / 'left'
+    left.write_bytes(b'x')
+    x.discard(os.unlink, str(left))
+    assert not left.exists()
+    x.discard(os.unlink, str(left))  # gone already: no error
+    folder = tmp_path / 'full'
+    folder.mkdir()
+    (folder / 'f').write_bytes(b'x')
+    x.discard(os.rmdir, str(folder))  # not empty: left as it is, no error
+    assert folder.is_dir()

@@ -68,3 +68,15 @@ def test_strip_server_metadata_keeps_what_the_user_wrote():
     api.strip_server_metadata(meta, api.EXPORT_METADATA)
     assert meta == {'name': 'cq', 'labels': {'team': 'a'}}
     assert set(api.EXPORT_METADATA) - set(api.SERVER_METADATA) == {'ownerReferences'}
+
+
+def test_condition_reads_status_conditions_by_type():
+    obj = {'status': {'conditions': [{'type': 'Active', 'status': 'False', 'reason': 'FlavorNotFound'},
+                                     {'type': 'Admitted', 'status': 'True'}]}}
+    assert api.condition(obj, 'Active')['reason'] == 'FlavorNotFound'
+    assert api.condition(obj, 'Finished') is None
+    assert api.condition_true(obj, 'Admitted') is True
+    assert api.condition_true(obj, 'Active') is False
+    for empty in (None, {}, {'status': None}, {'status': {'conditions': None}}):
+        assert api.condition(empty, 'Active') is None
+        assert api.condition_true(empty, 'Active') is False
