@@ -8,7 +8,7 @@ without ansible-playbook around it, and wraps the engine's methods with timers:
 
 * load + normalise the input, discovery, the LISTs of the live state,
   cross-reference validation;
-* the server-side apply dry-runs of every object (``dry_run_all``);
+* the server-side apply dry-runs of the objects an apply may change (``dry_run_all``);
 * the applies (``apply_kind``, per kind);
 * the wait for ``Active=True`` (``wait_active``).
 
@@ -81,7 +81,7 @@ def instrument(engine_mod, q, prof):
     Engine = engine_mod.QueueEngine
     phase_methods = {
         "discover": "discovery", "detect_aks_extension": "discovery", "list_live": "list live state",
-        "list_namespaces": "list live state", "dry_run_all": "dry-run every object (validation)",
+        "list_namespaces": "list live state", "dry_run_all": "dry-run of what may change (validation)",
         "create_namespace": "create namespaces", "apply_kind": "apply (writes)", "wait_active": "wait for Active",
         "wait_gone": "prune/delete wait",
     }

@@ -563,20 +563,20 @@ def markdown(res):
                  "Kueue status writes | bench requests by verb |")
     lines.append("|---|---|---|---|---|---|---|---|---|")
     header = lines[-2:]
-    remote = res.get("remote") or {}
-    for table in ("methods", "variants", "remote"):
+    tables = [("methods", res.get("methods"), None), ("variants", res.get("variants"), None)]
+    tables += [("remote", r["methods"], r["rtt_ms"]) for r in _remotes(res)]
+    for table, entries, rtt in tables:
         if table != "methods":
-            if not res.get(table):
+            if not entries:
                 continue
             lines.append("")
             if table == "variants":
                 lines.append("Variants (same run, same clean starting state):")
             else:
                 lines.append("Through bench/latency_proxy.py, +%g ms per round trip (as against a remote cluster):"
-                             % remote["rtt_ms"])
+                             % rtt)
             lines.append("")
             lines.extend(header)
-        entries = remote.get("methods") if table == "remote" else res.get(table)
         for key, mres in _ordered(entries):
             for phase in ("first", "rerun"):
                 run = dict(mres[phase], objects=mres["objects"])
@@ -611,18 +611,25 @@ def markdown(res):
         if "rerun_loop_over_kueue_queues" in ratios:
             lines.append("| re-run: loop / kueue_queues | %.1fx | |" % ratios["rerun_loop_over_kueue_queues"])
         if "rerun_list_over_kueue_queues" in ratios:
-            lines.append("| re-run: single list / kueue_queues | %.1fx | |" % ratios["rerun_list_over_kueue_queues"])
-        if "remote_list_over_kueue_queues" in ratios:
-            lines.append("| first apply, +%g ms RTT: single list / kueue_queues | %.1fx | >= 3 |"
-                         % (res["remote"]["rtt_ms"], ratios["remote_list_over_kueue_queues"]))
-            lines.append("| re-run, +%g ms RTT: single list / kueue_queues | %.1fx | |"
-                         % (res["remote"]["rtt_ms"], ratios["remote_rerun_list_over_kueue_queues"]))
+            lines.append("| re-run: single list / kueue_queues | %.1fx | >= 10 |" % ratios["rerun_list_over_kueue_queues"])
+        if "rerun_over_baseline" in ratios:
+            lines.append("| re-run (nothing changed): kueue_queues / baseline ansible-playbook | %.1fx | <= 3 |"
+                         % ratios["rerun_over_baseline"])
+        for index, remote in enumerate(_remotes(res)):
+            suffix = "" if index == 0 else "_%gms" % remote["rtt_ms"]
+            if "remote_list_over_kueue_queues" + suffix in ratios:
+                lines.append("| first apply, +%g ms RTT: single list / kueue_queues | %.1fx | >= 1.5 |"
+                             % (remote["rtt_ms"], ratios["remote_list_over_kueue_queues" + suffix]))
+                lines.append("| re-run, +%g ms RTT: single list / kueue_queues | %.1fx | >= 10 |"
+                             % (remote["rtt_ms"], ratios["remote_rerun_list_over_kueue_queues" + suffix]))
+            if "remote_rerun_over_baseline" + suffix in ratios:
+                lines.append("| re-run, +%g ms RTT: kueue_queues / baseline ansible-playbook | %.1fx | |"
+                             % (remote["rtt_ms"], ratios["remote_rerun_over_baseline" + suffix]))
         if "list_over_kueue_queues_nowait" in ratios:
             lines.append("| first apply: single list / kueue_queues wait: false | %.1fx | |"
                          % ratios["list_over_kueue_queues_nowait"])
     cpu_rows = []
-    for table in ("methods", "variants", "remote"):
-        entries = (res.get("remote") or {}).get("methods") if table == "remote" else res.get(table)
+    for table, entries, rtt in tables:
         for key, mres in _ordered(entries):
             for phase in ("first", "rerun"):
                 c = mres[phase].get("cpu_seconds")
@@ -630,7 +637,7 @@ def markdown(res):
                     cpu_rows.append("| %s, %s%s | %.1f | %s%% | %.1f | %.1f | %.1f | %.1f |" % (
                         METHODS[key][2], "first apply" if phase == "first" else "re-run",
                         " (subset)" if mres.get("extrapolated") else (
-                            " (+%g ms RTT)" % res["remote"]["rtt_ms"] if table == "remote" else ""),
+                            " (+%g ms RTT)" % rtt if table == "remote" else ""),
                         c["wall_seconds"],
                         c["machine_busy_percent"], c.get("ansible-playbook (+modules)", 0),
                         c.get("kube-apiserver", 0), c.get("etcd", 0), c.get("kueue-manager", 0)))
@@ -687,12 +694,21 @@ def main(argv=None):
     parser.add_argument("--no-profile", action="store_true", help="skip the in-process profile of kueue_queues")
     parser.add_argument("--no-variants", action="store_true",
                         help="skip the variants (kueue_queues with src / wait: false, k8s list with server-side apply)")
-    parser.add_argument("--rtt-ms", type=float, default=20.0,
+    parser.add_argument("--rtt-ms", default="20",
                         help="also run kueue_queues and the single list task through bench/latency_proxy.py with "
-                             "this round-trip time, as against a remote cluster (0: skip); default 20")
+                             "these round-trip times (ms, comma-separated), as against a remote cluster (0: skip); "
+                             "default 20")
+    parser.add_argument("--quick", action="store_true",
+                        help="the 1x tables of issue 17 only: kueue_queues and the single list task, locally and at "
+                             "+20 and +50 ms (no loop, variants, profile or idle window; about 12 min)")
     parser.add_argument("--keep-cluster", action="store_true", help="leave a cluster this run started running")
     parser.add_argument("--clean-up", action="store_true", help="delete the bench objects and namespaces at the end")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.methods, args.no_variants, args.no_profile, args.idle = "kueue_queues,k8s_list", True, True, 0.0
+        if args.rtt_ms == "20":
+            args.rtt_ms = "20,50"
+    args.rtts = [float(r) for r in str(args.rtt_ms).split(",") if r.strip() and float(r) > 0]
 
     bench = Bench(args)
     res = bench.results
@@ -751,15 +767,18 @@ def main(argv=None):
             res["variants"] = {}
             for method in VARIANTS:
                 res["variants"][method] = bench.method(method, config, objects, method)
-        if args.rtt_ms > 0:
-            remote = bench.start_proxy(args.rtt_ms)
-            res["remote"] = {"rtt_ms": args.rtt_ms, "methods": {}}
+        res["remotes"] = []
+        for rtt in args.rtts:
+            remote = bench.start_proxy(rtt)
+            res["remotes"].append({"rtt_ms": rtt, "methods": {}})
             try:
                 for method in ("kueue_queues", "k8s_list"):
-                    res["remote"]["methods"][method] = bench.method(
-                        method, config, objects, "%s rtt %gms" % (method, args.rtt_ms), kubeconfig=remote)
+                    res["remotes"][-1]["methods"][method] = bench.method(
+                        method, config, objects, "%s rtt %gms" % (method, rtt), kubeconfig=remote)
             finally:
                 bench.stop_proxy()
+        if res["remotes"]:
+            res["remote"] = res["remotes"][0]
         if not args.no_profile and "kueue_queues" in res["methods"]:
             res["profile_kueue_queues"] = bench.profile(config)
         res["ratios"] = ratios(res)
@@ -795,6 +814,11 @@ def _seconds(res, method, phase):
     return ext["seconds"] if ext else m[phase]["seconds"]
 
 
+def _remotes(res):
+    """The remote runs, one per round-trip time (older results hold one, as "remote")."""
+    return res.get("remotes") or ([res["remote"]] if res.get("remote") else [])
+
+
 def ratios(res):
     out = {}
     kq = _seconds(res, "kueue_queues", "first")
@@ -806,12 +830,19 @@ def ratios(res):
         other = _seconds(res, method, "rerun")
         if kq_re and other:
             out["rerun_" + key] = round(other / kq_re, 2)
-    rm = (res.get("remote") or {}).get("methods") or {}
-    if "kueue_queues" in rm and "k8s_list" in rm:
-        out["remote_list_over_kueue_queues"] = round(rm["k8s_list"]["first"]["seconds"] /
-                                                     rm["kueue_queues"]["first"]["seconds"], 2)
-        out["remote_rerun_list_over_kueue_queues"] = round(rm["k8s_list"]["rerun"]["seconds"] /
-                                                           rm["kueue_queues"]["rerun"]["seconds"], 2)
+    base = ((res.get("baseline") or {}).get("project") or {}).get("seconds")
+    if kq_re and base:
+        out["rerun_over_baseline"] = round(kq_re / base, 2)
+    for index, remote in enumerate(_remotes(res)):
+        rm = remote["methods"]
+        suffix = "" if index == 0 else "_%gms" % remote["rtt_ms"]  # the first keeps the keys of older results
+        if "kueue_queues" in rm and "k8s_list" in rm:
+            out["remote_list_over_kueue_queues" + suffix] = round(rm["k8s_list"]["first"]["seconds"] /
+                                                                  rm["kueue_queues"]["first"]["seconds"], 2)
+            out["remote_rerun_list_over_kueue_queues" + suffix] = round(rm["k8s_list"]["rerun"]["seconds"] /
+                                                                        rm["kueue_queues"]["rerun"]["seconds"], 2)
+        if "kueue_queues" in rm and base:
+            out["remote_rerun_over_baseline" + suffix] = round(rm["kueue_queues"]["rerun"]["seconds"] / base, 2)
     nowait = _seconds(res, "kueue_queues_nowait", "first")
     listed = _seconds(res, "k8s_list", "first")
     if nowait and listed:

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
+from ansible_collections.kueueops.aks.plugins.module_utils import managed_fields
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils import schema_check, server_errors
 
@@ -208,7 +209,7 @@ def configuration_of(obj):
     quantities in canonical form (controllers rewrite ``32`` as ``"32"``)."""
     view = q.comparable(obj)
     (view.get('metadata') or {}).pop('finalizers', None)
-    return q._canonical_quantities(view)
+    return q.canonical_quantities(view)
 
 
 class QueueEngine:
@@ -655,6 +656,10 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     if aks_managed is None:
         aks_managed = engine.detect_aks_extension(kueue_ns)
 
+    # Objects declared at another API version than the one they are sent at (converted by normalise_all).
+    converted = set(api.obj_key(doc) for _origin, doc in items if isinstance(doc, dict)
+                    and doc.get('kind') in engine.served
+                    and doc.get('apiVersion') != '%s/%s' % (api.GROUP, engine.served[doc['kind']]))
     objects = q.dependency_order(q.normalise_all(items, engine.served, problems, kueue_ns))
     masked.update(q.secret_values(objects))
     result = {
@@ -689,8 +694,19 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     if problems:
         raise QueueProblems(_scrub(problems, masked), 'input and cross-reference checks')
 
+    # Objects the live object shows an apply would not change need no dry-run (managed_fields); the others are
+    # judged by the API server before anything is written: those declared at another API version too. With
+    # hold_admission every ClusterQueue is written (held, then released) as soon as anything changes, so then
+    # every ClusterQueue is dry-run too.
+    same = set(api.obj_key(o) for o in objects if api.obj_key(o) not in converted
+               and managed_fields.unchanged_reason(o, (live.get(o['kind']) or {}).get(api.obj_key(o)),
+                                                   engine.manager) is None)
+    judged = [o for o in objects if api.obj_key(o) not in same]
+    if judged and params.get('hold_admission'):
+        judged = [o for o in objects if api.obj_key(o) not in same or o['kind'] == 'ClusterQueue']
+    result['dry_runs'] = len(judged)
     try:
-        dry, dry_problems = engine.dry_run_all(objects, live, namespaces, force=params.get('force'),
+        dry, dry_problems = engine.dry_run_all(judged, live, namespaces, force=params.get('force'),
                                                hold=params.get('hold_admission'))
     except Unreachable as exc:
         raise KueueOpsError('the API server stopped answering during the server-side dry-run (%s); nothing was '
@@ -711,6 +727,8 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
         current = (live.get(obj['kind']) or {}).get(key)
         if key in dry and dry[key] is None:
             action = 'created'  # namespace will be created: validated under a generated name
+        elif key in same and key not in dry:
+            action = 'unchanged'
         else:
             action = q.apply_changes(dry.get(key), current, engine.manager)
         actions[key] = action

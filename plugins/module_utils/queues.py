@@ -917,12 +917,17 @@ def prune_candidates(live, desired_keys, manager=FIELD_MANAGER, aks_managed=Fals
 
 
 # --------------------------------------------------------- change detection
-def _own_entries(obj, manager):
-    out = []
+def own_apply_entry(obj, manager=FIELD_MANAGER):
+    """The ``managedFields`` entry of ``manager``'s server-side apply of the object (not a subresource), or None."""
     for entry in (obj.get('metadata') or {}).get('managedFields') or []:
         if entry.get('manager') == manager and entry.get('operation') == 'Apply' and not entry.get('subresource'):
-            out.append((entry.get('apiVersion'), json.dumps(entry.get('fieldsV1'), sort_keys=True)))
-    return sorted(out)
+            return entry
+    return None
+
+
+def _own_entries(obj, manager):
+    entry = own_apply_entry(obj, manager)
+    return None if entry is None else (entry.get('apiVersion'), json.dumps(entry.get('fieldsV1'), sort_keys=True))
 
 
 def comparable(obj):
@@ -938,7 +943,7 @@ def comparable(obj):
     return out
 
 
-def _canonical_quantities(obj):
+def canonical_quantities(obj):
     """``obj`` with every Kueue quantity replaced by its normalised numeric value.
 
     The API server keeps a quantity as written (``32``, ``"32"``, ``"32000m"``) until
@@ -991,7 +996,7 @@ def apply_changes(dry_run_result, live, manager=FIELD_MANAGER):
     """
     if live is None:
         return 'created'
-    if _canonical_quantities(comparable(dry_run_result)) != _canonical_quantities(comparable(live)):
+    if canonical_quantities(comparable(dry_run_result)) != canonical_quantities(comparable(live)):
         return 'updated'
     if _own_entries(dry_run_result, manager) != _own_entries(live, manager):
         return 'updated'

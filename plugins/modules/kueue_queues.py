@@ -33,10 +33,16 @@ description:
     with a C(kubeconfig) key, Cohort parent cycles, LocalQueue namespaces, quantities (every suffix Kubernetes
     accepts, C(n) and C(u) included), C(aks-) names on clusters running the AKS managed extension, and an
     AdmissionCheck of controller C(kueue.x-k8s.io/provisioning-request) on a cluster that does not serve the
-    ProvisioningRequest API C(autoscaling.x-k8s.io/v1), which would never become Active). Then every object goes
-    through a server-side
-    apply dry-run, so the CRD schema (unknown fields are errors), CEL rules and Kueue's validating webhooks judge
+    ProvisioningRequest API C(autoscaling.x-k8s.io/v1), which would never become Active). Then every object an apply
+    may change goes through a server-side apply dry-run (see the next paragraph), so the CRD schema (unknown fields are errors), CEL rules and Kueue's validating webhooks judge
     it. All problems are reported together, each with its object and field, and nothing is written.
+  - B(No dry-run for what is already applied.) An object whose live version shows that an apply would change
+    nothing - this field manager's last apply was at the same API version, the fields it owns hold exactly the
+    declared values (quantities compared by amount), and no other manager owns any of them - is not dry-run
+    again; every other object is (one that does not exist yet, a Secret, one another tool or Kueue's webhooks
+    changed or co-own, one declared or last applied at another API version). So a re-run of an unchanged
+    configuration sends no dry-run and no write, and all of the validation above still runs on every object.
+    RV(dry_runs) counts the objects the API server judged.
   - A ClusterQueue's C(cohortName) or a Cohort's C(parentName) may name a cohort that has no Cohort object; Kueue
     treats it as an implicit cohort, so this is not an error. Such names are returned in RV(implicit_cohorts).
   - B(Apply) with server-side apply (field manager C(kueueops)) in dependency order (Secret, MultiKueueCluster,
@@ -222,6 +228,12 @@ api_versions:
   description: The served version used for each kind.
   returned: always
   type: dict
+dry_runs:
+  description: How many objects went through the server-side dry-run; the others were found unchanged from their
+    live version (see the description). With O(hold_admission), every ClusterQueue is dry-run when anything is.
+  returned: O(state=present)
+  type: int
+  sample: 0
 counts:
   description: Per kind, how many objects were created, updated, unchanged and pruned (deleted and absent for
     O(state=absent)).
