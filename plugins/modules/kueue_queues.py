@@ -34,8 +34,9 @@ description:
     accepts, C(n) and C(u) included), C(aks-) names on clusters running the AKS managed extension, and an
     AdmissionCheck of controller C(kueue.x-k8s.io/provisioning-request) on a cluster that does not serve the
     ProvisioningRequest API C(autoscaling.x-k8s.io/v1), which would never become Active). Then every object an apply
-    may change goes through a server-side apply dry-run (see the next paragraph), so the CRD schema (unknown fields are errors), CEL rules and Kueue's validating webhooks judge
-    it. All problems are reported together, each with its object and field, and nothing is written.
+    may change goes through a server-side apply dry-run (see the next paragraph), so the CRD schema (unknown
+    fields are errors), CEL rules and Kueue's validating webhooks judge it. All problems are reported together,
+    each with its object and field, and nothing is written.
   - B(No dry-run for what is already applied.) An object whose live version shows that an apply would change
     nothing - this field manager's last apply was at the same API version, the fields it owns hold exactly the
     declared values (quantities compared by amount), and no other manager owns any of them - is not dry-run
