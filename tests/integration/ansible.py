@@ -22,6 +22,14 @@ if not os.path.isdir(os.path.join(COLLECTIONS, "ansible_collections", "kueueops"
     COLLECTIONS = os.path.join(REPO, ".venv", "collections")
 
 
+def module_docs(*modules: str) -> dict:
+    """{module: documentation} as ansible-doc shows it (the doc fragments merged in), for kueueops.aks modules."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1")
+    out = subprocess.run([os.path.join(VENV_BIN, "ansible-doc"), "-j", "-t", "module"]
+                         + ["kueueops.aks." + m for m in modules], env=env, check=True, capture_output=True, text=True)
+    return dict((name.split(".")[-1], entry["doc"]) for name, entry in json.loads(out.stdout).items())
+
+
 class Result:
     def __init__(self, rc: int, data: dict, stdout: str, stderr: str):
         self.rc, self.data, self.stdout, self.stderr = rc, data, stdout, stderr

@@ -28,7 +28,7 @@ import yaml
 from tests.harness.agent import pump
 from tests.reliability import rbac
 
-from .ansible import run_playbook
+from .ansible import module_docs, run_playbook
 
 PROXY_USER, PROXY_PASSWORD = "kueueops", "pr0xy-s3cret-4711"
 GITOPS_CRDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "files", "gitops_crds.yml")
@@ -195,10 +195,8 @@ def kustomization(kube, credentials):
 
 
 def attributes(module):
-    """The module's documented attributes, as ansible-doc shows them."""
-    path = os.path.join(rbac.REPO, "plugins", "modules", module + ".py")
-    text = open(path).read()
-    return yaml.safe_load(text.split('DOCUMENTATION = r"""', 1)[1].split('"""', 1)[0])["attributes"]
+    """The module's documented attributes, as ansible-doc shows them (the attributes fragment merged in)."""
+    return module_docs(module)[module]["attributes"]
 
 
 def fragment(name):

@@ -3,12 +3,11 @@ every option their group is documented for. `kueue` = every module, which all ex
 (the Kubernetes options); `azure` = exactly the modules that extend azure_auth and azure_auth.connection.
 The modules' own argument specs are compared with the fragments in test_doc_fragments.py and by sanity's
 validate-modules; tests/integration/test_auth_options.py sets every option through the groups on a cluster."""
-import json
 import os
-import subprocess
-import sys
 
 import yaml
+
+from tests.integration.ansible import module_docs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODULES = sorted(f[:-3] for f in os.listdir(os.path.join(REPO, "plugins", "modules")) if f.endswith(".py"))
@@ -47,18 +46,6 @@ def test_docs_name_the_group_of_each_option_set():
     assert "group/kueueops.aks.kueue: {subscription_id" not in comments
 
 
-def merged_docs():
-    """Every module's documentation as ansible-doc shows it, its doc fragments merged in."""
-    bindir = os.path.dirname(sys.executable)
-    collections = os.path.join(os.path.dirname(bindir), "collections")
-    if not os.path.isdir(os.path.join(collections, "ansible_collections", "kueueops", "aks")):
-        collections = os.path.join(REPO, ".venv", "collections")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_NOCOLOR="1")
-    out = subprocess.run([os.path.join(bindir, "ansible-doc"), "-j", "-t", "module"]
-                         + ["kueueops.aks." + m for m in MODULES], env=env, check=True, capture_output=True, text=True)
-    return dict((name.split(".")[-1], entry["doc"]) for name, entry in json.loads(out.stdout).items())
-
-
 def test_every_module_documents_its_attributes():
     """check_mode, diff_mode, platform and action_group for every module, from the one attributes fragment; the
     action groups documented are those of meta/runtime.yml; a module that claims check mode declares
@@ -66,7 +53,7 @@ def test_every_module_documents_its_attributes():
     test_auth_options.py runs both)."""
     with open(os.path.join(REPO, "meta", "runtime.yml")) as handle:
         groups = yaml.safe_load(handle)["action_groups"]
-    docs = merged_docs()
+    docs = module_docs(*MODULES)
     assert sorted(docs) == MODULES
     for module in MODULES:
         with open(os.path.join(REPO, "plugins", "modules", module + ".py")) as handle:
