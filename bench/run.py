@@ -564,7 +564,7 @@ def markdown(res):
     lines.append("|---|---|---|---|---|---|---|---|---|")
     header = lines[-2:]
     tables = [("methods", res.get("methods"), None), ("variants", res.get("variants"), None)]
-    tables += [("remote", r["methods"], r["rtt_ms"]) for r in _remotes(res)]
+    tables += [("remote", r["methods"], r["rtt_ms"]) for _suffix, r in _remotes(res)]
     for table, entries, rtt in tables:
         if table != "methods":
             if not entries:
@@ -615,8 +615,7 @@ def markdown(res):
         if "rerun_over_baseline" in ratios:
             lines.append("| re-run (nothing changed): kueue_queues / baseline ansible-playbook | %.1fx | <= 3 |"
                          % ratios["rerun_over_baseline"])
-        for index, remote in enumerate(_remotes(res)):
-            suffix = "" if index == 0 else "_%gms" % remote["rtt_ms"]
+        for suffix, remote in _remotes(res):
             if "remote_list_over_kueue_queues" + suffix in ratios:
                 lines.append("| first apply, +%g ms RTT: single list / kueue_queues | %.1fx | >= 1.5 |"
                              % (remote["rtt_ms"], ratios["remote_list_over_kueue_queues" + suffix]))
@@ -694,20 +693,20 @@ def main(argv=None):
     parser.add_argument("--no-profile", action="store_true", help="skip the in-process profile of kueue_queues")
     parser.add_argument("--no-variants", action="store_true",
                         help="skip the variants (kueue_queues with src / wait: false, k8s list with server-side apply)")
-    parser.add_argument("--rtt-ms", default="20",
+    parser.add_argument("--rtt-ms", default=None,
                         help="also run kueue_queues and the single list task through bench/latency_proxy.py with "
                              "these round-trip times (ms, comma-separated), as against a remote cluster (0: skip); "
-                             "default 20")
+                             "default 20, or 20,50 with --quick")
     parser.add_argument("--quick", action="store_true",
                         help="the 1x tables of issue 17 only: kueue_queues and the single list task, locally and at "
-                             "+20 and +50 ms (no loop, variants, profile or idle window; about 12 min)")
+                             "+20 and +50 ms (no loop, variants, profile or idle window; about 18 min)")
     parser.add_argument("--keep-cluster", action="store_true", help="leave a cluster this run started running")
     parser.add_argument("--clean-up", action="store_true", help="delete the bench objects and namespaces at the end")
     args = parser.parse_args(argv)
     if args.quick:
         args.methods, args.no_variants, args.no_profile, args.idle = "kueue_queues,k8s_list", True, True, 0.0
-        if args.rtt_ms == "20":
-            args.rtt_ms = "20,50"
+    if args.rtt_ms is None:
+        args.rtt_ms = "20,50" if args.quick else "20"
     args.rtts = [float(r) for r in str(args.rtt_ms).split(",") if r.strip() and float(r) > 0]
 
     bench = Bench(args)
@@ -777,8 +776,6 @@ def main(argv=None):
                         method, config, objects, "%s rtt %gms" % (method, rtt), kubeconfig=remote)
             finally:
                 bench.stop_proxy()
-        if res["remotes"]:
-            res["remote"] = res["remotes"][0]
         if not args.no_profile and "kueue_queues" in res["methods"]:
             res["profile_kueue_queues"] = bench.profile(config)
         res["ratios"] = ratios(res)
@@ -815,8 +812,10 @@ def _seconds(res, method, phase):
 
 
 def _remotes(res):
-    """The remote runs, one per round-trip time (older results hold one, as "remote")."""
-    return res.get("remotes") or ([res["remote"]] if res.get("remote") else [])
+    """[(suffix of its ratio keys, remote run)], one per round-trip time; the first keeps the keys of results older
+    than --rtt-ms lists (which hold one run, as "remote")."""
+    runs = res.get("remotes") or ([res["remote"]] if res.get("remote") else [])
+    return [("" if index == 0 else "_%gms" % run["rtt_ms"], run) for index, run in enumerate(runs)]
 
 
 def ratios(res):
@@ -833,9 +832,8 @@ def ratios(res):
     base = ((res.get("baseline") or {}).get("project") or {}).get("seconds")
     if kq_re and base:
         out["rerun_over_baseline"] = round(kq_re / base, 2)
-    for index, remote in enumerate(_remotes(res)):
+    for suffix, remote in _remotes(res):
         rm = remote["methods"]
-        suffix = "" if index == 0 else "_%gms" % remote["rtt_ms"]  # the first keeps the keys of older results
         if "kueue_queues" in rm and "k8s_list" in rm:
             out["remote_list_over_kueue_queues" + suffix] = round(rm["k8s_list"]["first"]["seconds"] /
                                                                   rm["kueue_queues"]["first"]["seconds"], 2)
