@@ -28,6 +28,9 @@ WORKERS=${TEST_WORKERS:-2}
 SANITY_LOG=$RUN_DIR-sanity.log
 COMPAT_LOG=$RUN_DIR-compat.log
 start=$(date +%s)
+# The machine's CPU over the run (/proc/stat: user nice system, in clock ticks), to say how busy the cores were.
+cpu_ticks() { awk '/^cpu /{print $2 + $3 + $4}' /proc/stat; }
+cpu_start=$(cpu_ticks)
 
 hack/sanity.sh > "$SANITY_LOG" 2>&1 &
 sanity_pid=$!
@@ -52,6 +55,8 @@ echo "================================ sanity and lint ($SANITY_LOG) ===========
 cat "$SANITY_LOG"
 echo "================================ compat job ($COMPAT_LOG) ================================"
 cat "$COMPAT_LOG"
+wall=$(( $(date +%s) - start ))
+cpu=$(( ($(cpu_ticks) - cpu_start) / $(getconf CLK_TCK) ))
 echo "test.sh: main run exit $main_rc, sanity exit $sanity_rc, compat job exit $compat_rc;" \
-     "$(( $(date +%s) - start )) s in all"
+     "$wall s in all, $cpu CPU s on $(nproc) cores ($(( 100 * cpu / (wall * $(nproc) + 1) ))% busy)"
 [ "$main_rc" = 0 ] && [ "$sanity_rc" = 0 ] && [ "$compat_rc" = 0 ]

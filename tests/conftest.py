@@ -12,10 +12,16 @@ waiting on controllers and on ansible-playbook, so two workers use the two cores
 - **Slowest files first.** The durations of the last run, per file, are kept in
   ``$KUEUEOPS_CACHE/test-durations-ansible-<minor>.json`` (``~/.cache/kueueops``, beside the toolchain); under
   xdist, files are collected in that order, slowest first, so no long file starts last while the other worker
-  idles. A file never timed (a new file) goes first, as it may be long; with no durations at all (a cold
-  cache) pytest's order is kept. The order inside a file never changes. Every worker reads the
-  same file before the run and only the controller writes it after, so all workers collect the same order (xdist
-  requires it).
+  idles. A file the cache has not timed takes its figure from ``tests/durations.json`` (committed, measured on a
+  whole run: a fresh machine, whose cache is empty, or one whose cache a partial local run left, still starts the
+  long files first); a file timed in neither (a new file) goes first, as it may be long. The order inside a file
+  never changes. Every worker reads the same files before the run and only the controller writes the cache after,
+  so all workers collect the same order (xdist requires it).
+- **CPU per file.** Each worker adds up, per file, the CPU seconds of its own process tree: itself, what it
+  started and reaped (ansible-playbook, module processes, helm) and what still runs (its cluster: kube-apiserver,
+  etcd, the Kueue managers, ...). The controller prints them after the run, the files with the most CPU first,
+  with the processes that used it, and keeps them in ``$KUEUEOPS_CACHE/test-cpu-ansible-<minor>.json``: on a
+  CPU-bound machine that is where a shorter CI has to come from (README, "CI time").
 """
 from __future__ import annotations
 
@@ -26,12 +32,20 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 
 
-def _durations_file() -> str:
-    """One file per ansible-core minor (the compat job on 2.16 runs a subset, at its own pace)."""
+COMMITTED_DURATIONS = os.path.join(REPO, "tests", "durations.json")
+
+
+def _cache_file(kind: str) -> str:
+    """``$KUEUEOPS_CACHE/test-<kind>-ansible-<minor>.json``: one file per ansible-core minor (the compat job on 2.16
+    runs a subset, at its own pace)."""
     from ansible.release import __version__
 
     cache = os.environ.get("KUEUEOPS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "kueueops")
-    return os.path.join(cache, "test-durations-ansible-%s.json" % ".".join(__version__.split(".")[:2]))
+    return os.path.join(cache, "test-%s-ansible-%s.json" % (kind, ".".join(__version__.split(".")[:2])))
+
+
+def _durations_file() -> str:
+    return _cache_file("durations")
 
 
 def _worker_run_dir() -> None:
@@ -50,13 +64,21 @@ def _file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
-def _load_durations() -> dict:
+def _read_figures(path: str) -> dict:
+    """A JSON object of file -> seconds; {} when missing or unreadable (an order is a hint, never a failure)."""
     try:
-        with open(_durations_file()) as handle:
+        with open(path) as handle:
             data = json.load(handle)
     except (OSError, ValueError):
         return {}
     return {k: float(v) for k, v in data.items() if isinstance(v, (int, float))} if isinstance(data, dict) else {}
+
+
+def _load_durations() -> dict:
+    """The committed figures, overridden file by file by this machine's last runs."""
+    durations = _read_figures(COMMITTED_DURATIONS)
+    durations.update(_read_figures(_durations_file()))
+    return durations
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -85,17 +107,151 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Merge this run's per-file durations into the cache (a partial run updates only the files it ran)."""
-    if _WORKER or not _SPENT:
+    """A worker hands its CPU figures to the controller; the controller (or a serial run) merges this run's per-file
+    durations and CPU into the cache (a partial run updates only the files it ran)."""
+    _cpu_mark(None)
+    if _WORKER:
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput["kueueops_cpu"] = json.dumps(_CPU)
         return
-    durations = _load_durations()
+    if not _SPENT:
+        return
+    durations = _read_figures(_durations_file())
     durations.update({path: round(spent, 1) for path, spent in _SPENT.items()})
-    path = _durations_file()
+    _write_figures(_durations_file(), durations)
+    if _CPU:
+        cpu = _read_figures(_cache_file("cpu"))
+        cpu.update({path: round(entry["cpu"], 1) for path, entry in _CPU.items()})
+        _write_figures(_cache_file("cpu"), cpu)
+
+
+def _write_figures(path: str, figures: dict) -> None:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = path + ".%d" % os.getpid()
         with open(tmp, "w") as handle:
-            json.dump(dict(sorted(durations.items())), handle, indent=1)
+            json.dump(dict(sorted(figures.items())), handle, indent=1)
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+# CPU per file ---------------------------------------------------------------------------------------------------
+
+_TICK = os.sysconf("SC_CLK_TCK")
+_CPU: dict = {}  # file -> {"cpu": s, "wall": s, "by": {process name: s}}; a worker's own, then the controller's sum
+_MARK: dict = {}  # the file now running, and the snapshot of its start
+ROOT_NAME = "pytest + what it reaped"  # the worker itself, and ansible-playbook, modules, helm once they ended
+
+
+def _proc_table() -> dict:
+    """pid -> (ppid, name, CPU seconds of the process and of the children it reaped), read from /proc."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                data = handle.read()
+        except OSError:
+            continue  # ended meanwhile
+        close = data.rfind(")")
+        fields = data[close + 2:].split()
+        # after the name: state ppid ... utime(11) stime(12) cutime(13) cstime(14), in clock ticks
+        table[int(entry)] = (int(fields[1]), data[data.find("(") + 1:close], sum(map(int, fields[11:15])) / _TICK)
+    return table
+
+
+def _tree(root: int) -> dict:
+    """pid -> (ppid, name, CPU s) of `root` and every live process below it. Their sum is the CPU the tree has used
+    so far: a process that ends moves its seconds into the parent that reaps it."""
+    table = _proc_table()
+    children: dict = {}
+    for pid, (ppid, _name, _cpu) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    tree, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table and pid not in tree:
+            tree[pid] = table[pid]
+            todo.extend(children.get(pid, ()))
+    return tree
+
+
+def _by_process(before: dict, after: dict, root: int) -> dict:
+    """The CPU the tree used between two snapshots, by process name. A process that ended is taken off its
+    parent's share (its seconds before the first snapshot reappear there when it is reaped)."""
+    by: dict = {}
+
+    def name(pid, entry):
+        return ROOT_NAME if pid == root else entry[1]
+    for pid, entry in after.items():
+        start = before[pid][2] if pid in before and before[pid][1] == entry[1] else 0.0
+        by[name(pid, entry)] = by.get(name(pid, entry), 0.0) + entry[2] - start
+    for pid, entry in before.items():
+        if pid not in after or after[pid][1] != entry[1]:
+            parent = entry[0] if entry[0] in after else root
+            key = name(parent, after.get(parent, (0, ROOT_NAME, 0.0)))
+            by[key] = by.get(key, 0.0) - entry[2]
+    return by
+
+
+def _cpu_mark(path) -> None:
+    """Close the figures of the file that was running (if any) and start those of `path` (None: the run ends)."""
+    if not _MARK.get("measure") or (_MARK.get("file") == path and path is not None):
+        return
+    import time
+
+    root, now, snap = os.getpid(), time.monotonic(), _tree(os.getpid())
+    if _MARK.get("file") is not None:
+        entry = _CPU.setdefault(_MARK["file"], {"cpu": 0.0, "wall": 0.0, "by": {}})
+        by = _by_process(_MARK["snap"], snap, root)
+        entry["wall"] += now - _MARK["time"]
+        entry["cpu"] += sum(by.values())
+        for key, value in by.items():
+            entry["by"][key] = entry["by"].get(key, 0.0) + value
+    _MARK.update(file=path, time=now, snap=snap)
+
+
+def pytest_configure(config):
+    """Measured where the tests run: a worker, or a serial run (not an xdist controller, which only hears of them)."""
+    _MARK["measure"] = os.path.isdir("/proc") and bool(_WORKER or not getattr(config.option, "numprocesses", None))
+
+
+def pytest_runtest_logstart(nodeid, location):
+    """A new file closes the previous one's CPU."""
+    _cpu_mark(_file_of(nodeid))
+
+
+def pytest_testnodedown(node, error):
+    """The controller adds up what each worker measured."""
+    try:
+        figures = json.loads(getattr(node, "workeroutput", {}).get("kueueops_cpu") or "{}")
+    except ValueError:
+        return
+    for path, theirs in figures.items():
+        entry = _CPU.setdefault(path, {"cpu": 0.0, "wall": 0.0, "by": {}})
+        entry["cpu"] += theirs["cpu"]
+        entry["wall"] += theirs["wall"]
+        for key, value in theirs["by"].items():
+            entry["by"][key] = entry["by"].get(key, 0.0) + value
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The files that used the most CPU (with their cluster), and the processes that used it."""
+    if _WORKER or not _CPU:
+        return
+    rows = sorted(_CPU.items(), key=lambda item: -item[1]["cpu"])
+    total = sum(entry["cpu"] for _path, entry in rows)
+    terminalreporter.write_sep("=", "CPU per file: %.0f CPU s in all (tests/conftest.py)" % total)
+    for path, entry in rows[:40]:
+        top = sorted(entry["by"].items(), key=lambda item: -item[1])[:4]
+        terminalreporter.write_line("%7.1f CPU s %7.1f s  %s  (%s)" % (
+            entry["cpu"], entry["wall"], path, ", ".join("%s %.0f" % (k, v) for k, v in top if v >= 0.5)))
+    by: dict = {}
+    for _path, entry in rows:
+        for key, value in entry["by"].items():
+            by[key] = by.get(key, 0.0) + value
+    terminalreporter.write_line("by process: " + ", ".join(
+        "%s %.0f" % (k, v) for k, v in sorted(by.items(), key=lambda item: -item[1]) if v >= 1))
