@@ -8,7 +8,9 @@ record of the last apply is the live object's ``managedFields`` entry of this co
 fields it owns (``fieldsV1``) and the API version it was applied at. An apply of the declared object ``D``
 changes nothing when
 
-- the entry exists, was written by an Apply at the version ``D`` is sent at (no conversion), and
+- the entry exists, was written by an Apply at the version ``D`` is sent at (no conversion) (or ``D`` declares
+  nothing but its identity, e.g. a ResourceFlavor without ``spec``: such an apply owns no field, and the API
+  server keeps no entry for an empty field set), and
 - the live object projected onto that entry's fields equals ``D`` exactly: every field ``D`` declares is owned
   with the value ``D`` gives it (quantities compared by amount), and no owned field is missing from ``D`` (an
   apply would drop it), and
@@ -137,6 +139,11 @@ def unchanged_reason(obj, live, manager=FIELD_MANAGER):
         return 'a Secret (its stringData is never read back)'
     entry = own_apply_entry(live, manager)
     if entry is None:
+        if not _declared(obj) and live.get('apiVersion') == obj.get('apiVersion'):
+            # Nothing declared but the identity (a ResourceFlavor without spec): an apply owns no field, so it
+            # changes nothing, and the API server keeps no managedFields entry for an empty field set, so there
+            # never is one to compare with.
+            return None
         return 'not applied by %s yet' % manager
     if entry.get('apiVersion') != obj.get('apiVersion') or live.get('apiVersion') != obj.get('apiVersion'):
         return 'last applied at %s, declared at %s' % (entry.get('apiVersion'), obj.get('apiVersion'))

@@ -45,6 +45,10 @@ MEMORY = st.sampled_from(["1Gi", "1024Mi", "2Gi", "512Mi", "4Gi"])
 
 @st.composite
 def flavor(draw):
+    bare = draw(st.sampled_from([None, None, None, "no spec", "empty spec"]))
+    if bare:  # a flavor that only names itself: no spec at all, or an empty one
+        return {"apiVersion": V2, "kind": "ResourceFlavor", "metadata": {"name": PREFIX + "rf"},
+                **({} if bare == "no spec" else {"spec": {}})}
     spec = {}
     spec["nodeLabels"] = draw(st.dictionaries(st.sampled_from(["pool", "zone", "gpu"]),
                                               st.sampled_from(["a", "b", "c"]), min_size=1, max_size=2))
@@ -161,12 +165,12 @@ def edit(draw, obj):
         if out["kind"] == "ClusterQueue":
             out["spec"].setdefault("stopPolicy", "None")
         elif out["kind"] == "ResourceFlavor":
-            out["spec"].setdefault("nodeLabels", {})["extra"] = "yes"
+            out.setdefault("spec", {}).setdefault("nodeLabels", {})["extra"] = "yes"
         elif out["kind"] in ("Cohort", "LocalQueue"):
             out.setdefault("metadata", {}).setdefault("labels", {})["extra"] = "yes"
         else:
             out.setdefault("description", "added")
-    elif how == "reorder" and out["kind"] == "ResourceFlavor" and len(out["spec"].get("tolerations") or []) > 1:
+    elif how == "reorder" and out["kind"] == "ResourceFlavor" and len(out.get("spec", {}).get("tolerations") or []) > 1:
         out["spec"]["tolerations"].reverse()
     return how, out
 
@@ -243,6 +247,20 @@ def test_local_unchanged_is_never_a_change_the_dry_run_sees(clean, engine, data)
     if how == "same" and not edited_by_hand:
         # Re-declared as applied: found unchanged without asking the server.
         assert local is None, (local, declared)
+
+
+def test_a_flavor_that_only_names_itself_is_found_unchanged(clean, engine):
+    """A ResourceFlavor declared without spec owns no field, so the API server keeps no managedFields entry of
+    this manager for it: the local decision must still find it unchanged, and agree with the dry-run; so must one
+    declared with an empty spec (an entry owning spec)."""
+    for name, extra in (("bare", {}), ("empty", {"spec": {}})):
+        declared = {"apiVersion": V2, "kind": "ResourceFlavor", "metadata": {"name": PREFIX + name}, **extra}
+        engine.server_apply(declared)
+        assert _verdicts(engine, declared) == (None, "unchanged"), name
+        # Another manager's label does not make it changed either (an apply that owns nothing keeps it).
+        client.CustomObjectsApi(clean).patch_cluster_custom_object(
+            GROUP, "v1beta2", "resourceflavors", PREFIX + name, {"metadata": {"labels": {"by": "hand"}}})
+        assert _verdicts(engine, declared) == (None, "unchanged"), name
 
 
 # ---------------------------------------------------------------- end to end

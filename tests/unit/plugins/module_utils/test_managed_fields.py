@@ -59,6 +59,26 @@ def test_no_entry_of_this_manager_asks_the_server():
     assert mf.unchanged_reason(declared(), live_of(declared()), manager='someone-else') is not None
 
 
+def test_an_object_that_declares_nothing_but_its_name_is_unchanged():
+    """A ResourceFlavor without spec: the apply owns no field, and the API server keeps no entry for an empty
+    field set (seen on Kubernetes 1.34), so the live object has none of this manager's; only its identity counts."""
+    flavor = {'apiVersion': V, 'kind': 'ResourceFlavor', 'metadata': {'name': 'default'}}
+    live = copy.deepcopy(flavor)
+    live['spec'] = {}  # Kueue's webhook writes it, nobody owns it
+    live['metadata'].update(resourceVersion='3', finalizers=['kueue.x-k8s.io/resource-in-use'], managedFields=[
+        {'manager': 'kubectl-edit', 'operation': 'Update', 'apiVersion': V, 'fieldsType': 'FieldsV1',
+         'fieldsV1': {'f:metadata': {'f:labels': {'f:x': {}}}}}])
+    live['metadata']['labels'] = {'x': 'y'}  # another manager's field: an apply that owns nothing keeps it
+    assert mf.unchanged_reason(flavor, live) is None
+    # At another version it is a conversion: ask.
+    assert mf.unchanged_reason(dict(flavor, apiVersion='kueue.x-k8s.io/v1beta1'), live) is not None
+    # Something declared (a label, an empty spec) and no entry: ask, as before.
+    assert 'not applied' in mf.unchanged_reason(dict(flavor, spec={}), live)
+    labelled = copy.deepcopy(flavor)
+    labelled['metadata']['labels'] = {'x': 'y'}
+    assert 'not applied' in mf.unchanged_reason(labelled, live)
+
+
 def test_an_entry_at_another_version_asks_the_server():
     reason = mf.unchanged_reason(declared(), live_of(declared(), api_version='kueue.x-k8s.io/v1beta1'))
     assert 'v1beta1' in reason
