@@ -108,14 +108,16 @@ def pytest_runtest_logreport(report):
 
 def pytest_sessionfinish(session, exitstatus):
     """A worker hands its CPU figures to the controller; the controller (or a serial run) merges this run's per-file
-    durations and CPU into the cache (a partial run updates only the files it ran)."""
+    durations and CPU into the cache. A run of whole files updates only the files it ran; a run of some of a file's
+    tests (``-k``, ``-m``, ``file::test``) or one stopped early (``-x``, Ctrl-C) updates nothing, since its figures
+    are not a file's."""
     _cpu_mark(None)
     if _WORKER:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput["kueueops_cpu"] = json.dumps(_CPU)
         return
-    if not _SPENT:
+    if not _SPENT or not whole_files(session.config, session.shouldstop or exitstatus == 2):
         return
     durations = _read_figures(_durations_file())
     durations.update({path: round(spent, 1) for path, spent in _SPENT.items()})
@@ -124,6 +126,14 @@ def pytest_sessionfinish(session, exitstatus):
         cpu = _read_figures(_cache_file("cpu"))
         cpu.update({path: round(entry["cpu"], 1) for path, entry in _CPU.items()})
         _write_figures(_cache_file("cpu"), cpu)
+
+
+def whole_files(config, stopped: bool) -> bool:
+    """Whether the run ran every test of each file it ran (no selection inside a file, not stopped early)."""
+    option = config.option
+    if stopped or getattr(option, "keyword", "") or getattr(option, "markexpr", "") or getattr(option, "maxfail", 0):
+        return False
+    return not any("::" in str(arg) for arg in config.args)
 
 
 def _write_figures(path: str, figures: dict) -> None:

@@ -93,3 +93,21 @@ def test_the_tree_of_this_process_holds_its_children():
     finally:
         child.kill()
         child.wait()
+
+
+class _Config:
+    def __init__(self, args=("tests/integration",), **option):
+        import types
+
+        self.args = list(args)
+        self.option = types.SimpleNamespace(**dict({"keyword": "", "markexpr": "", "maxfail": 0}, **option))
+
+
+def test_only_runs_of_whole_files_update_the_cache():
+    assert conftest.whole_files(_Config(), stopped=False)
+    assert conftest.whole_files(_Config(args=["tests/unit", "tests/integration/test_site.py"]), stopped=False)
+    assert not conftest.whole_files(_Config(), stopped=True)
+    assert not conftest.whole_files(_Config(keyword="flavor"), stopped=False)
+    assert not conftest.whole_files(_Config(markexpr="slow"), stopped=False)
+    assert not conftest.whole_files(_Config(maxfail=1), stopped=False)
+    assert not conftest.whole_files(_Config(args=["tests/integration/test_site.py::test_site"]), stopped=False)
