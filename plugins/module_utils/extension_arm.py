@@ -53,6 +53,7 @@ else:
     AZURE_MGMT_IMPORT_ERROR = None
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.module import ModuleRun
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until
 
 try:
@@ -178,14 +179,10 @@ def kube_params(params, fetched_kubeconfig):
 
 
 # ------------------------------------------------------------------ Azure
-class KueueExtension:
+class KueueExtension(ModuleRun):
     def __init__(self, params, check_mode=False, diff=False, no_log=False, no_log_values=None):
-        self.p = params
-        self.check_mode = check_mode
-        self.diff_mode = diff
+        super().__init__(params, check_mode=check_mode, diff=diff, no_log_values=no_log_values)
         self.no_log = no_log
-        self.no_log_values = no_log_values if no_log_values is not None else set()
-        self.warnings = []
         self.secrets = secrets_of(params)
         self.deadline = None
         self._kubeconfig_bytes = None

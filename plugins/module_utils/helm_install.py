@@ -50,6 +50,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import 
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import CRD_PLURALS, GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path as api_path
+from ansible_collections.kueueops.aks.plugins.module_utils.module import ModuleRun
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier, kueue_apiservices
 from ansible_collections.kueueops.aks.plugins.module_utils import versions
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until, watch_until
@@ -243,18 +244,14 @@ def namespace_terminating_error(ns, timeout, ns_obj):
 
 
 # ---------------------------------------------------------------- helm and the cluster
-class KueueHelm:
+class KueueHelm(ModuleRun):
     def __init__(self, params, connect, run_command, check_mode=False, diff=False, no_log_values=None):
         """``params``: the module's options; ``connect()``: the ApiClient (it may fail the module itself, as
         ``kube_client.get_api_client`` does); ``run_command``: ``AnsibleModule.run_command``; ``no_log_values``:
         the set Ansible masks in the output (helm's secrets join it)."""
-        self.p = params
+        super().__init__(params, check_mode=check_mode, diff=diff, no_log_values=no_log_values)
         self.connect = connect
         self.run_command = run_command
-        self.check_mode = check_mode
-        self.diff = diff
-        self.no_log_values = no_log_values if no_log_values is not None else set()
-        self.warnings = []
         self.tls = {}
         self.api = None  # the ApiClient, once run() builds it
         self.cluster = None  # the Cluster on it (kueue_cluster)
@@ -409,7 +406,7 @@ class KueueHelm:
         current = self.release(runner)
         before_values = normalize(runner.get_values(p["release_name"], p["release_namespace"])) if current else None
         before, after, changed = release_plan(current, before_values, version, desired)
-        if self.diff:
+        if self.diff_mode:
             result["diff"] = diff_shown(before, after, extension)
         if not changed:
             result["release"] = current
@@ -456,7 +453,7 @@ class KueueHelm:
         if current:
             counts = self.count_kueue_objects()
             result["deleted_objects"] = counts
-            if self.diff:
+            if self.diff_mode:
                 result["diff"] = dict(before={"release": current, "kueue_objects": counts}, after={})
             changed = True
             if not self.check_mode:

@@ -33,6 +33,20 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
 )
 
 
+class ModuleRun:
+    """What a module hands the class that does its work (``helm_install.KueueHelm``, ``extension_arm.KueueExtension``):
+    its options (``p``), check and diff mode, the values Ansible masks in the output (``no_log_values``: secrets
+    the work finds join it) and the ``warnings`` the work collects for the result. Plain values, so the class runs
+    without an ``AnsibleModule`` in unit tests."""
+
+    def __init__(self, params, check_mode=False, diff=False, no_log_values=None):
+        self.p = params
+        self.check_mode = check_mode
+        self.diff_mode = diff
+        self.no_log_values = no_log_values if no_log_values is not None else set()
+        self.warnings = []
+
+
 class KueueOpsModule(AnsibleModule):
     """An AnsibleModule with the collection's options, checks and error mapping."""
 

@@ -323,4 +323,4 @@ def test_resolve_version_local_chart(tmp_path):
 
 def test_defaults_of_the_narrow_interface():
     runner = hi.KueueHelm(params(), connect=None, run_command=None)
-    assert (runner.check_mode, runner.diff, runner.no_log_values, runner.warnings) == (False, False, set(), [])
+    assert (runner.check_mode, runner.diff_mode, runner.no_log_values, runner.warnings) == (False, False, set(), [])

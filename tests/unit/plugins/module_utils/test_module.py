@@ -13,7 +13,7 @@ from ansible.module_utils import basic
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule, ModuleRun
 
 try:
     from ansible.module_utils.testing import patch_module_args  # ansible-core 2.19 and later
@@ -100,3 +100,14 @@ def test_run_returns_the_result_or_fails_with_the_message(capsys):
     assert out['msg'] == 'described: odd'
     out, _code = exit_of(capsys, lambda: module().run(lambda: (_ for _ in ()).throw(ValueError('odd'))))
     assert out['msg'] == 'ValueError: odd.'
+
+
+def test_module_run_carries_what_the_module_hands_its_work():
+    masked = {'s3cret'}
+    run = ModuleRun({'a': 1}, check_mode=True, diff=True, no_log_values=masked)
+    assert (run.p, run.check_mode, run.diff_mode, run.warnings) == ({'a': 1}, True, True, [])
+    assert run.no_log_values is masked  # the module's own set: secrets found on the way are masked too
+    fresh, other = ModuleRun({}), ModuleRun({})
+    fresh.no_log_values.add('x')
+    fresh.warnings.append('w')
+    assert other.no_log_values == set() and other.warnings == []  # never shared between runs
