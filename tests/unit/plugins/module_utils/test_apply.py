@@ -402,3 +402,39 @@ def test_api_server_gone_while_clusterqueues_are_held_says_so(server, monkeypatc
         engine_mod.run(ReachableClient(), base)
     assert server.store[('ClusterQueue', '', 'a')]['spec']['stopPolicy'] == 'Hold'
     assert 'ClusterQueue(s) a were left with stopPolicy Hold' in err.value.message()
+
+
+def _active(obj, status='True'):
+    out = copy.deepcopy(obj)
+    out['status'] = {'conditions': [{'type': 'Active', 'status': status, 'reason': 'Ready'}]}
+    return out
+
+
+def test_all_active_reads_the_runs_own_list():
+    cq, lq = config()[1], config()[2]
+    live = {'ClusterQueue': {api.obj_key(cq): _active(cq)}, 'LocalQueue': {api.obj_key(lq): _active(lq)}}
+    expected = engine_mod.expected_active(config())
+    assert engine_mod.all_active(live, expected)
+    live['LocalQueue'][api.obj_key(lq)] = _active(lq, 'False')
+    assert not engine_mod.all_active(live, expected)
+    del live['LocalQueue'][api.obj_key(lq)]
+    assert not engine_mod.all_active(live, expected)
+    assert engine_mod.all_active({}, {'ClusterQueue': [], 'LocalQueue': []})
+
+
+def test_a_run_that_writes_nothing_waits_only_for_queues_not_active_yet(server, monkeypatch):
+    waits = []
+    monkeypatch.setattr(engine_mod.QueueEngine, 'wait_active',
+                        lambda engine, keys, deadline: waits.append(keys) or {})
+    run(config())
+    assert len(waits) == 1  # something was written: the wait asks the API server
+    for key, obj in list(server.store.items()):
+        if key[0] in ('ClusterQueue', 'LocalQueue'):
+            server.store[key] = _active(obj)
+    again = run(config())
+    assert not again['changed'] and again['not_active'] == []
+    assert len(waits) == 1  # nothing written and every queue Active in the run's own LIST: no second LIST
+    lq_key = next(k for k in server.store if k[0] == 'LocalQueue')
+    server.store[lq_key] = _active(server.store[lq_key], 'False')
+    run(config())
+    assert len(waits) == 2  # a queue not Active yet: waited for, as before
