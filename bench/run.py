@@ -67,6 +67,7 @@ if BENCH not in sys.path:
     sys.path.insert(0, BENCH)
 
 import gen_config  # noqa: E402
+from tests.harness import proc  # noqa: E402
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"
@@ -169,16 +170,10 @@ def delta(before, after):
 
 
 # ----------------------------------------------------------------------- CPU
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
 def _proc_cpu(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / float(_TICK)  # utime + stime
-    except (OSError, IndexError, ValueError):
-        return None
+    """utime + stime of a process in seconds, None once it is gone (tests/harness/proc.py reads /proc)."""
+    stat = proc.read_stat(pid)
+    return None if stat is None else stat[2]
 
 
 def cpu_snapshot(cluster):
@@ -188,7 +183,7 @@ def cpu_snapshot(cluster):
     with open("/proc/stat") as handle:
         parts = [int(x) for x in handle.readline().split()[1:]]
     idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
-    out = {"machine_busy": (sum(parts) - idle) / float(_TICK), "machine_total": sum(parts) / float(_TICK)}
+    out = {"machine_busy": (sum(parts) - idle) / proc.TICK, "machine_total": sum(parts) / proc.TICK}
     procs = dict((name, p["pid"]) for name, p in (cluster.state.get("processes") or {}).items())
     for pid, _marker in cluster._agent_children():
         procs["kueue-manager"] = pid

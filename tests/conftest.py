@@ -149,44 +149,9 @@ def _write_figures(path: str, figures: dict) -> None:
 
 # CPU per file ---------------------------------------------------------------------------------------------------
 
-_TICK = os.sysconf("SC_CLK_TCK")
 _CPU: dict = {}  # file -> {"cpu": s, "wall": s, "by": {process name: s}}; a worker's own, then the controller's sum
 _MARK: dict = {}  # the file now running, and the snapshot of its start
 ROOT_NAME = "pytest + what it reaped"  # the worker itself, and ansible-playbook, modules, helm once they ended
-
-
-def _proc_table() -> dict:
-    """pid -> (ppid, name, CPU seconds of the process and of the children it reaped), read from /proc."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as handle:
-                data = handle.read()
-        except OSError:
-            continue  # ended meanwhile
-        close = data.rfind(")")
-        fields = data[close + 2:].split()
-        # after the name: state ppid ... utime(11) stime(12) cutime(13) cstime(14), in clock ticks
-        table[int(entry)] = (int(fields[1]), data[data.find("(") + 1:close], sum(map(int, fields[11:15])) / _TICK)
-    return table
-
-
-def _tree(root: int) -> dict:
-    """pid -> (ppid, name, CPU s) of `root` and every live process below it. Their sum is the CPU the tree has used
-    so far: a process that ends moves its seconds into the parent that reaps it."""
-    table = _proc_table()
-    children: dict = {}
-    for pid, (ppid, _name, _cpu) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    tree, todo = {}, [root]
-    while todo:
-        pid = todo.pop()
-        if pid in table and pid not in tree:
-            tree[pid] = table[pid]
-            todo.extend(children.get(pid, ()))
-    return tree
 
 
 def _by_process(before: dict, after: dict, root: int) -> dict:
@@ -194,17 +159,28 @@ def _by_process(before: dict, after: dict, root: int) -> dict:
     parent's share (its seconds before the first snapshot reappear there when it is reaped)."""
     by: dict = {}
 
-    def name(pid, entry):
-        return ROOT_NAME if pid == root else entry[1]
+    def name(pid):
+        return ROOT_NAME if pid == root else after[pid][1]
     for pid, entry in after.items():
         start = before[pid][2] if pid in before and before[pid][1] == entry[1] else 0.0
-        by[name(pid, entry)] = by.get(name(pid, entry), 0.0) + entry[2] - start
+        _add(by, name(pid), entry[2] - start)
     for pid, entry in before.items():
         if pid not in after or after[pid][1] != entry[1]:
-            parent = entry[0] if entry[0] in after else root
-            key = name(parent, after.get(parent, (0, ROOT_NAME, 0.0)))
-            by[key] = by.get(key, 0.0) - entry[2]
+            _add(by, name(entry[0] if entry[0] in after else root), -entry[2])  # root is always in `after`
     return by
+
+
+def _add(totals: dict, key, value) -> None:
+    totals[key] = totals.get(key, 0.0) + value
+
+
+def _add_file(path: str, cpu: float, wall: float, by: dict) -> None:
+    """Add one measurement (a worker's window, or a worker's whole figures) to ``_CPU[path]``."""
+    entry = _CPU.setdefault(path, {"cpu": 0.0, "wall": 0.0, "by": {}})
+    entry["cpu"] += cpu
+    entry["wall"] += wall
+    for key, value in by.items():
+        _add(entry["by"], key, value)
 
 
 def _cpu_mark(path) -> None:
@@ -213,14 +189,12 @@ def _cpu_mark(path) -> None:
         return
     import time
 
-    root, now, snap = os.getpid(), time.monotonic(), _tree(os.getpid())
+    from tests.harness import proc
+
+    root, now, snap = os.getpid(), time.monotonic(), proc.tree(os.getpid())
     if _MARK.get("file") is not None:
-        entry = _CPU.setdefault(_MARK["file"], {"cpu": 0.0, "wall": 0.0, "by": {}})
         by = _by_process(_MARK["snap"], snap, root)
-        entry["wall"] += now - _MARK["time"]
-        entry["cpu"] += sum(by.values())
-        for key, value in by.items():
-            entry["by"][key] = entry["by"].get(key, 0.0) + value
+        _add_file(_MARK["file"], sum(by.values()), now - _MARK["time"], by)
     _MARK.update(file=path, time=now, snap=snap)
 
 
@@ -241,11 +215,7 @@ def pytest_testnodedown(node, error):
     except ValueError:
         return
     for path, theirs in figures.items():
-        entry = _CPU.setdefault(path, {"cpu": 0.0, "wall": 0.0, "by": {}})
-        entry["cpu"] += theirs["cpu"]
-        entry["wall"] += theirs["wall"]
-        for key, value in theirs["by"].items():
-            entry["by"][key] = entry["by"].get(key, 0.0) + value
+        _add_file(path, theirs["cpu"], theirs["wall"], theirs["by"])
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -262,6 +232,6 @@ def pytest_terminal_summary(terminalreporter):
     by: dict = {}
     for _path, entry in rows:
         for key, value in entry["by"].items():
-            by[key] = by.get(key, 0.0) + value
+            _add(by, key, value)
     terminalreporter.write_line("by process: " + ", ".join(
         "%s %.0f" % (k, v) for k, v in sorted(by.items(), key=lambda item: -item[1]) if v >= 1))

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from tests import conftest
+from tests.harness import proc
 
 ROOT = 100
 
@@ -86,7 +87,7 @@ def test_the_tree_of_this_process_holds_its_children():
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
     try:
-        tree = conftest._tree(os.getpid())
+        tree = proc.tree(os.getpid())
         assert os.getpid() in tree and child.pid in tree
         assert tree[child.pid][0] == os.getpid()
         assert all(cpu >= 0 for _ppid, _name, cpu in tree.values())

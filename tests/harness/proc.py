@@ -1,0 +1,41 @@
+"""Processes as /proc shows them: the one reader of ``/proc/<pid>/stat`` for CPU figures (tests/conftest.py's CPU
+per file, bench/run.py's CPU per run)."""
+from __future__ import annotations
+
+import os
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def read_stat(pid) -> tuple | None:
+    """(ppid, name, own CPU s, CPU s of the children it reaped) of a process, or None once it is gone."""
+    try:
+        with open("/proc/%s/stat" % pid) as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    close = data.rfind(")")
+    # after the name: state ppid ... utime(11) stime(12) cutime(13) cstime(14), in clock ticks
+    fields = data[close + 2:].split()
+    return (int(fields[1]), data[data.find("(") + 1:close], (int(fields[11]) + int(fields[12])) / TICK,
+            (int(fields[13]) + int(fields[14])) / TICK)
+
+
+def tree(root: int) -> dict:
+    """pid -> (ppid, name, CPU s with what it reaped) of `root` and every live process below it. Their sum is the
+    CPU the tree has used so far: a process that ends moves its seconds into the parent that reaps it."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        stat = read_stat(entry) if entry.isdigit() else None
+        if stat is not None:
+            table[int(entry)] = (stat[0], stat[1], stat[2] + stat[3])
+    children: dict = {}
+    for pid, (ppid, _name, _cpu) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    out, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table and pid not in out:
+            out[pid] = table[pid]
+            todo.extend(children.get(pid, ()))
+    return out
