@@ -462,6 +462,52 @@ def load_existing(target=None):
     return text, i, j, ns.get("GENERATED", {})
 
 
+def apply_changelog(existing, facts):
+    """Merge hack/kueue_changelog.yml (``facts``, parsed) into the records ``existing``: each minor's ``changelog``
+    facts, and a whole record for a minor with ``derive_from`` (a minor the Go module proxy does not serve): the
+    named minor's generated record with the changes the CHANGELOG lists."""
+    import copy
+    for minor, entry in facts.items():
+        minor = str(minor)
+        if "derive_from" in entry:
+            base = copy.deepcopy(existing[str(entry["derive_from"])])
+            rec = {
+                "source": " ".join(str(entry["source"]).split()),
+                "patch": str(entry["patch"]),
+                "config_api_version": base["config_api_version"],
+                "config_api_versions_compiled": list(entry.get("config_api_versions_compiled",
+                                                               base["config_api_versions_compiled"])),
+                "default_frameworks": list(entry.get("default_frameworks", base["default_frameworks"])),
+                "frameworks": list(entry.get("frameworks", base["frameworks"])),
+                "feature_gates": {},
+                "gate_dependencies": dict(base.get("gate_dependencies") or {}),
+                "crds": dict((name, {"served": list(entry["crd_served"]), "storage": entry["kueue_api_storage"]})
+                             for name in base["crds"]),
+                "kueue_api_served": list(entry["kueue_api_served"]),
+                "kueue_api_storage": entry["kueue_api_storage"],
+                "patches_scanned": [str(entry["patch"])],
+                "gate_min_patch": {},
+                "framework_min_patch": {},
+            }
+            removed = set(entry.get("gates_removed") or [])
+            for name, gate in base["feature_gates"].items():
+                if name not in removed:
+                    rec["feature_gates"][name] = tuple(gate)
+            for name, (default, stage, locked) in (entry.get("gates") or {}).items():
+                since = rec["feature_gates"][name][3] if name in rec["feature_gates"] else minor
+                rec["feature_gates"][name] = (bool(default), str(stage), bool(locked), since)
+            rec["feature_gates"] = dict(sorted(rec["feature_gates"].items()))
+            for name, deps in (entry.get("gate_dependencies") or {}).items():
+                rec["gate_dependencies"][name] = list(deps)
+            rec["gate_dependencies"] = dict((k, v) for k, v in sorted(rec["gate_dependencies"].items())
+                                            if k not in removed)
+            existing[minor] = rec
+        if entry.get("changelog"):
+            existing[minor]["changelog"] = [dict((k, " ".join(v.split()) if isinstance(v, str) else v)
+                                                 for k, v in fact.items()) for fact in entry["changelog"]]
+    return existing
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--src", action="append", default=[], help="a sigs.k8s.io/kueue@vX.Y.Z module dir")
@@ -472,7 +518,23 @@ def main(argv=None):
     p.add_argument("--write", action="store_true", help="update kueue_catalog_data.py in place")
     p.add_argument("--rules", action="store_true",
                    help="the CEL rules and webhook checks instead, into kueue_rules_data.py (one patch per minor)")
+    p.add_argument("--changelog", metavar="YAML",
+                   help="merge the CHANGELOG facts of this file (hack/kueue_changelog.yml) into the catalog")
     a = p.parse_args(argv)
+    if a.changelog:
+        import yaml
+        with open(a.changelog, encoding="utf-8") as f:
+            facts = yaml.safe_load(f)
+        text, i, j, existing = load_existing()
+        records = apply_changelog(existing, facts)
+        new = text[:i] + render(records) + text[j + len(END):]
+        if a.write:
+            with open(CATALOG, "w", encoding="utf-8") as f:
+                f.write(new)
+            print("updated %s with %s" % (CATALOG, a.changelog))
+        else:
+            sys.stdout.write(render(records))
+        return 0
     refs = list(a.ref)
     for minor in a.all_patches:
         if not a.git:

@@ -30,6 +30,7 @@ WRAPPERS = {
     "install": "install",
     "configure_queues": "configure_queues",
     "uninstall_with_backup": "uninstall_with_backup",
+    "upgrade": "upgrade",
 }
 HEADER = """\
 ---

@@ -742,3 +742,45 @@ def take(api_client, params, cluster_name, field, check_mode=False):
         shutil.rmtree(written, ignore_errors=True)
         raise
     return result
+
+
+def compare_with_live(api_client, params, path):
+    """Compare the live cluster with the backup folder ``path`` (its checksums checked first): every object of the
+    backup, converted to the version the cluster serves now (queues.convert), against the live one,
+    normalised the same way; and the Workloads counted now against the manifest's. Reads only. Returns
+    ``{'matches', 'differences', 'workloads', 'workloads_before', 'lost_workloads'}``."""
+    manifest = verify_backup(path)
+    backup_objects = load_objects(path, manifest)
+    exporter = Exporter(api_client, params['kueue_namespace'])
+    exporter.discover()
+    aks_extension = params['aks_extension']
+    if aks_extension is None:
+        aks_extension = exporter.detect_aks_extension()
+    include_secrets = bool(manifest.get('include_secrets'))
+    live, _excluded, raw_queues = snapshot(exporter, include_secrets, params['include_aks_managed'], aks_extension)
+    converted = []
+    for obj in backup_objects:
+        kind = obj.get('kind')
+        if kind in exporter.served:
+            source = str(obj.get('apiVersion', '')).rsplit('/', 1)[-1]
+            target = exporter.served[kind]
+            if source != target:
+                obj = copy.deepcopy(obj)
+                problems = []
+                q.convert(obj, source, target, key_label(obj_key(obj)), problems)
+                obj['apiVersion'] = '%s/%s' % (GROUP, target)
+        converted.append(obj)
+    differences = compare(converted, flat(live))
+    workloads = workload_counts(exporter.list_workloads(), raw_queues.get('LocalQueue', []),
+                                raw_queues.get('ClusterQueue', []))
+    before = (manifest.get('workloads') or {}).get('total') or {}
+    after = workloads['total']
+    lost = []
+    if sum(after.get(k, 0) for k in ('pending', 'admitted', 'finished')) < \
+            sum(before.get(k, 0) for k in ('pending', 'admitted', 'finished')):
+        lost.append('fewer Workloads than at the backup')
+    if after.get('admitted', 0) + after.get('finished', 0) < before.get('admitted', 0) + before.get('finished', 0):
+        lost.append('fewer admitted (or finished) Workloads than at the backup')
+    return {'matches': not differences and not lost, 'differences': differences, 'workloads': workloads,
+            'workloads_before': manifest.get('workloads') or {}, 'lost_workloads': lost, 'backup_path': path,
+            'changed': False}

@@ -342,11 +342,22 @@ class KueueHelm(ModuleRun):
 
     # ---------------------------------------------------------------- run
     def run(self):
-        p = self.p
         # Input problems first, before anything is contacted.
-        file_values = check_inputs(p)
-        self.tls = registry_tls(p)
+        file_values = check_inputs(self.p)
 
+        def work(runner, result):
+            if self.p["state"] == "absent":
+                return self.absent(runner, result)
+            if self.p["state"] == "rolled_back":
+                return self.rolled_back(runner, result)
+            return self.present(runner, result, file_values)
+        return self.session(work)
+
+    def session(self, work):
+        """``work(runner, result)`` with the cluster reached, helm found and its environment set (the Kubernetes
+        options translated, secrets masked); ``result`` holds the helm and server versions."""
+        p = self.p
+        self.tls = registry_tls(p)
         check_helm_kube_options(resolve_kube_options(p))  # what helm cannot do, before anything is contacted
         self.api = self.connect()
         self.cluster = Cluster(self.api)
@@ -365,9 +376,33 @@ class KueueHelm(ModuleRun):
                 self.no_log_values.add(value)
             self.warnings.extend(runner.warnings)
             result = dict(helm_version=runner.version_string, server_version=self.server_version)
-            if p["state"] == "absent":
-                return self.absent(runner, result)
-            return self.present(runner, result, file_values)
+            return work(runner, result)
+
+    def login(self, runner):
+        """``helm registry login`` with registry_username, when it is given for an oci:// chart."""
+        p = self.p
+        if p.get("registry_username") and p["chart_ref"].startswith("oci://"):
+            host = split_oci_ref(p["chart_ref"])[0]
+            try:
+                runner.registry_login(host, p["registry_username"], p["registry_password"] or "",
+                                      plain_http=p["plain_http"], tls=self.tls)
+            except HelmError as exc:
+                raise registry_failure(exc, p["chart_ref"], logged_in=True, tls=any(self.tls.values()),
+                                       plain_http=p["plain_http"]) or exc
+
+    def newest_of_minor(self, runner, minor):
+        """The newest chart version of Kueue ``minor`` ('0.17') the oci:// chart_ref publishes, or None: helm
+        resolves the range as it resolves latest (the tags, the highest match, no pre-release)."""
+        major, number = (int(x) for x in minor.split("."))
+        try:
+            chart = runner.show_chart(self.p["chart_ref"], ">=%d.%d.0 <%d.%d.0" % (major, number, major, number + 1),
+                                      plain_http=self.p["plain_http"], tls=self.tls)
+        except HelmError as exc:
+            if "could not locate a version matching" in str(getattr(exc, "problem", exc)).lower():
+                return None  # helm's words (v3.19.5, v4.2.4) for a range no tag matches
+            raise registry_failure(exc, self.p["chart_ref"], logged_in=bool(self.p.get("registry_username")),
+                                   tls=any(self.tls.values()), plain_http=self.p["plain_http"])
+        return str(chart.get("version") or "") or None
 
     def present(self, runner, result, file_values):
         p = self.p
@@ -377,14 +412,7 @@ class KueueHelm(ModuleRun):
             raise describe_kube_error(exc)
         if extension and not p["allow_managed_extension"]:
             raise managed_extension_error(extension)
-        if p.get("registry_username") and p["chart_ref"].startswith("oci://"):
-            host = split_oci_ref(p["chart_ref"])[0]
-            try:
-                runner.registry_login(host, p["registry_username"], p["registry_password"] or "",
-                                      plain_http=p["plain_http"], tls=self.tls)
-            except HelmError as exc:
-                raise registry_failure(exc, p["chart_ref"], logged_in=True, tls=any(self.tls.values()),
-                                       plain_http=p["plain_http"]) or exc
+        self.login(runner)
         version = self.resolve_version(runner)
         result["chart_version"] = version
         warning = version_warning(version)
@@ -429,6 +457,40 @@ class KueueHelm(ModuleRun):
                 exc = self.wait_timed_out(exc)
             self.fail(exc, release=status, chart_version=version, changed=status is not None and status != current)
         result["release"] = self.release(runner)
+        return dict(result, changed=True)
+
+    def rolled_back(self, runner, result):
+        """``helm rollback`` to ``rollback_revision``: changed when the release's newest revision was not made from
+        that revision's chart version already (a rollback re-run after it succeeded changes nothing)."""
+        p = self.p
+        current = self.release(runner)
+        if current is None:
+            raise KueueOpsError("there is no Helm release %s in %s to roll back" % (p["release_name"],
+                                                                                   p["release_namespace"]),
+                                field="release_name", fix="name the release that was upgraded")
+        wanted = p["rollback_revision"]
+        history = dict((int(r["revision"]), r) for r in runner.history(p["release_name"], p["release_namespace"]))
+        if wanted not in history:
+            raise KueueOpsError("release %s has no revision %d (it has %s)" % (
+                p["release_name"], wanted, ", ".join(str(r) for r in sorted(history)) or "none"),
+                field="rollback_revision", fix="give a revision helm history lists")
+        target = chart_version_of(history[wanted])
+        newest = int(current["revision"])
+        result.update(chart_version=target, rolled_back_from=chart_version_of(current), revision=newest)
+        if newest == wanted or (history[newest].get("status") == "deployed" and chart_version_of(current) == target
+                                and history[newest].get("description", "").startswith("Rollback to %d" % wanted)):
+            result["release"] = current
+            return dict(result, changed=False)
+        if self.check_mode:
+            return dict(result, changed=True)
+        try:
+            runner.rollback(p["release_name"], p["release_namespace"], wanted, wait=p["wait"], timeout=p["timeout"])
+        except KueueOpsError as exc:
+            if p["wait"] and is_wait_timeout(exc):
+                exc = self.wait_timed_out(exc)
+            self.fail(exc, release=self.release(runner), chart_version=target, changed=True)
+        result["release"] = self.release(runner)
+        result["revision"] = int(result["release"]["revision"])
         return dict(result, changed=True)
 
     def wait_timed_out(self, exc):

@@ -404,6 +404,16 @@ class HelmRunner:
         items = json.loads(out or "[]") or []
         return items[0] if items else None
 
+    def history(self, release, namespace):
+        """``helm history``: every revision kept, [{revision, status, chart, app_version, description}]."""
+        rc, out, err = self._run(["history", release, "--namespace", namespace, "--output", "json"], check=False)
+        if rc != 0:
+            if _NOT_FOUND in (err or ""):
+                return []
+            raise HelmError("helm history %s failed (rc=%s): %s" % (release, rc, self.scrub(err).strip()),
+                            rc=rc, stderr=self.scrub(err))
+        return json.loads(out or "[]") or []
+
     def get_values(self, release, namespace):
         rc, out, err = self._run(["get", "values", release, "--namespace", namespace, "--output", "json"],
                                  check=False)
@@ -463,6 +473,24 @@ class HelmRunner:
             return json.loads(out) if out and out.strip() else {}
         except ValueError:
             return {"raw": self.scrub(out)}
+
+    def rollback_args(self, release, namespace, revision, wait=True, timeout=None):
+        """The argv after the binary for ``helm rollback`` to ``revision`` (pure)."""
+        args = ["rollback", release, str(revision), "--namespace", namespace]
+        if wait:
+            args.append("--wait=watcher" if self.is_v4 else "--wait")
+        t = _duration(timeout)
+        if t:
+            args += ["--timeout", t]
+        return args
+
+    def rollback(self, release, namespace, revision, wait=True, timeout=None):
+        """helm rollback RELEASE REVISION (a new revision holding that revision's chart, values and CRDs)."""
+        rc, _out, err = self._run(self.rollback_args(release, namespace, revision, wait, timeout), check=False)
+        if rc != 0:
+            raise HelmError("helm rollback %s %s failed (rc=%s): %s" % (release, revision, rc,
+                                                                        self.scrub(err).strip()[-800:]),
+                            rc=rc, stderr=self.scrub(err))
 
     def uninstall_args(self, release, namespace, wait=True, timeout=None):
         args = ["uninstall", release, "--namespace", namespace]

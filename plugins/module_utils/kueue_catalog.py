@@ -79,6 +79,9 @@ class KueueRelease:
         self.crd_names = sorted(self.crds)
         self.kueue_api_served = list(data["kueue_api_served"])
         self.kueue_api_storage = data["kueue_api_storage"]
+        # Facts taken from Kueue's CHANGELOG (config defaults that changed, configurations the manager refuses):
+        # [{kind, name, text, ...}] (module_utils/upgrade.py applies them to a cluster).
+        self.changelog = list(data.get("changelog") or [])
 
     def gate_names(self):
         return sorted(self.feature_gates)

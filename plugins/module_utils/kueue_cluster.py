@@ -122,19 +122,26 @@ class Cluster:
                 return None
             raise
 
-    def list(self, api_path, timeout=None, **query):
-        """Every item of the collection at ``api_path``, page after page (``limit``, ``continue``), and the
-        list's resourceVersion: ``(items, resource_version)``."""
-        items = []
+    def pages(self, api_path, timeout=None, **query):
+        """The collection at ``api_path`` one page at a time (``limit``, ``continue``): yields each page's items
+        and metadata, ``(items, metadata)``, so a caller can work on a page before the next is read."""
         query = dict(query, limit=query.get('limit', PAGE_SIZE))
         while True:
             page = self.request('GET', api_path, query, timeout=timeout) or {}
-            items.extend(page.get('items') or [])
             meta = page.get('metadata') or {}
+            yield page.get('items') or [], meta
             token = meta.get('continue')
             if not token:
-                return items, meta.get('resourceVersion')
+                return
             query['continue'] = token
+
+    def list(self, api_path, timeout=None, **query):
+        """Every item of the collection at ``api_path``, page after page, and the list's resourceVersion:
+        ``(items, resource_version)``."""
+        items, meta = [], {}
+        for page, meta in self.pages(api_path, timeout=timeout, **query):
+            items.extend(page)
+        return items, meta.get('resourceVersion')
 
     def items(self, api_path, timeout=None, **query):
         """``list`` without the resourceVersion."""
@@ -171,6 +178,11 @@ class Cluster:
         would be, with ``dry_run``)."""
         query = dict(query, fieldManager=field_manager, force=force or None, dryRun='All' if dry_run else None)
         return self.request('PATCH', api_path, query, body=body, content_type=APPLY_PATCH, timeout=timeout)
+
+    def replace(self, api_path, body, timeout=None, **query):
+        """PUT ``body`` at the object path ``api_path`` (its ``resourceVersion`` makes it conditional); returns
+        the object as stored."""
+        return self.request('PUT', api_path, query, body=body, timeout=timeout)
 
     def patch(self, api_path, body, timeout=None, **query):
         """A JSON merge patch of the object at ``api_path``."""

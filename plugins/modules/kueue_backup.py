@@ -91,6 +91,15 @@ options:
         naming every file at fault. Reads nothing from the cluster and never reports a change.
       - What restores run on a backup before applying it. Exclusive with O(dest) and O(path).
     type: path
+  compare_path:
+    description:
+      - Compare the live cluster with this existing backup folder instead of writing one (its checksums are checked
+        first) - every object of the backup, converted to the API version the cluster serves now, against the live
+        object, normalised the same way (what a backup would hold), and the Workloads counted now against the
+        backup's counts (none lost, none that was admitted pending again). Reads only; RV(matches) and
+        RV(differences) say the outcome and the module does not fail on a difference (the role entry point
+        C(upgrade) asserts it after the last hop). Exclusive with O(dest), O(path) and O(verify_path).
+    type: path
   verify:
     description:
       - Read the written files back and compare every object with the live cluster before the backup is put in
@@ -186,6 +195,26 @@ verified:
     O(verify_path), whether every checksum matched (always true when the module succeeds).
   returned: success
   type: bool
+matches:
+  description: With O(compare_path), whether the live cluster holds every object of the backup unchanged and has
+    lost no Workload.
+  returned: when O(compare_path) is set
+  type: bool
+differences:
+  description: With O(compare_path), one line per object that is missing, extra or different (naming the fields).
+  returned: when O(compare_path) is set
+  type: list
+  elements: str
+  sample: ["ClusterQueue cq-a differs from the cluster at spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"]
+lost_workloads:
+  description: With O(compare_path), what the Workload counts show was lost since the backup (empty when nothing).
+  returned: when O(compare_path) is set
+  type: list
+  elements: str
+workloads_before:
+  description: With O(compare_path), the Workload counts the backup recorded.
+  returned: when O(compare_path) is set
+  type: dict
 """
 
 import os
@@ -210,11 +239,17 @@ def main():
         cluster_resource_id=dict(type='str'),
         verify=dict(type='bool', default=True),
         verify_path=dict(type='path'),
-    ), supports_check_mode=True, mutually_exclusive=[('dest', 'path', 'verify_path')],
-        required_one_of=[('dest', 'path', 'verify_path')])
+        compare_path=dict(type='path'),
+    ), supports_check_mode=True, mutually_exclusive=[('dest', 'path', 'verify_path', 'compare_path')],
+        required_one_of=[('dest', 'path', 'verify_path', 'compare_path')])
     params = module.params
     if params['verify_path']:
         verify_only(module, params['verify_path'])
+    if params['compare_path']:
+        path = os.path.abspath(params['compare_path'])
+        api_client = module.api_client
+        module.exit_json(**module.run(lambda: b.compare_with_live(api_client, params, path), changed=False,
+                                      backup_path=path))
     if b.yaml is None:
         module.refuse('PyYAML is not installed', 'dest', 'pip install PyYAML in the Python that runs the module')
     resource_id = params['cluster_resource_id']

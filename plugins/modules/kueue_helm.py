@@ -32,10 +32,18 @@ author:
   - kueueops contributors (@kueueops)
 options:
   state:
-    description: V(present) installs or upgrades; V(absent) uninstalls.
+    description:
+      - V(present) installs or upgrades; V(absent) uninstalls; V(rolled_back) runs C(helm rollback) to
+        O(rollback_revision) (what the role entry point C(upgrade) does when a hop fails its verification).
     type: str
-    choices: [present, absent]
+    choices: [present, absent, rolled_back]
     default: present
+  rollback_revision:
+    description:
+      - With O(state=rolled_back), the release revision to go back to (the revision before the upgrade,
+        M(kueueops.aks.kueue_info) RV(kueueops.aks.kueue_info#module:helm_release.revision)). Required with it,
+        refused otherwise. A rollback re-run once it is done changes nothing.
+    type: int
   release_name:
     description: Helm release name.
     type: str
@@ -282,7 +290,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOp
 
 def main():
     argument_spec = dict(
-        state=dict(type="str", default="present", choices=["present", "absent"]),
+        state=dict(type="str", default="present", choices=["present", "absent", "rolled_back"]),
+        rollback_revision=dict(type="int"),
         release_name=dict(type="str", default="kueue", aliases=["name"]),
         release_namespace=dict(type="str", default="kueue-system", aliases=["namespace"]),
         create_namespace=dict(type="bool", default=True),
@@ -306,7 +315,14 @@ def main():
         allow_managed_extension=dict(type="bool", default=False),
         delete_namespace=dict(type="bool", default=False),
     )
-    module = KueueOpsModule(argument_spec, supports_check_mode=True)
+    module = KueueOpsModule(argument_spec, supports_check_mode=True,
+                            required_if=[("state", "rolled_back", ("rollback_revision",))])
+    if module.params["rollback_revision"] is not None and module.params["state"] != "rolled_back":
+        module.refuse("rollback_revision applies only to state=rolled_back", "rollback_revision",
+                      "remove it, or set state: rolled_back")
+    if module.params["state"] == "rolled_back" and module.params["rollback_revision"] < 1:
+        module.refuse("a Helm revision is 1 or more, got %d" % module.params["rollback_revision"],
+                      "rollback_revision", "give a revision helm history lists")
     runner = KueueHelm(module.params, lambda: module.api_client, module.run_command,
                        check_mode=module.check_mode, diff=module._diff, no_log_values=module.no_log_values)
     if not HAS_YAML:

@@ -29,7 +29,25 @@ def test_minor_of(text, minor):
 
 
 def test_all_minors_present():
-    assert cat.known_minors() == ["0.13", "0.14", "0.15", "0.16", "0.17", "0.18", "0.19"]
+    assert cat.known_minors() == ["0.13", "0.14", "0.15", "0.16", "0.17", "0.18", "0.19", "0.20"]
+
+
+def test_020_is_the_019_record_with_what_its_changelog_says():
+    """0.20 is not served by the Go module proxy: hack/kueue_changelog.yml derives it from 0.19."""
+    old, new = cat.catalog_for("0.19"), cat.catalog_for("0.20.0")
+    assert "CHANGELOG-0.20.md" in new.source and new.newest_patch == "0.20.0"
+    assert new.kueue_api_served == ["v1beta2"] and new.kueue_api_storage == "v1beta2"
+    assert all(c == {"served": ["v1beta2"], "storage": "v1beta2"} for c in new.crds.values())
+    assert new.crd_names == old.crd_names
+    assert "HierarchicalCohorts" in old.feature_gates and "HierarchicalCohorts" not in new.feature_gates
+    tls = new.feature_gates["TLSOptions"]
+    assert (tls.default, tls.stage, tls.locked) == (True, "GA", True)
+    assert new.feature_gates["TopologyAwareScheduling"].since == old.feature_gates["TopologyAwareScheduling"].since
+    assert new.gate_dependencies["AdmissionFairSharingAnchorAtQuotaReservation"] == ["AdmissionFairSharing"]
+    assert new.config_api_versions_compiled == ["v1beta2"]
+    assert [f["kind"] for f in new.changelog][0] == "config_refused"
+    assert cat.catalog_for("0.19").changelog[0]["name"] == "waitForPodsReady"
+    assert cat.validate_feature_gates("0.20.0", {"HierarchicalCohorts": True})
 
 
 @pytest.mark.parametrize("minor,api", [

@@ -146,6 +146,26 @@ def test_list_follows_every_page():
                     "continue=p3&labelSelector=a%3Db&limit=500"]
 
 
+def test_pages_yields_each_page_before_reading_the_next():
+    rest = Rest([(200, {"metadata": {"continue": "p2"}, "items": [{"n": 1}]}),
+                 (200, {"metadata": {"resourceVersion": "7"}, "items": [{"n": 2}]})])
+    pages = kc.Cluster(Client(rest)).pages("/apis/g/v1/things", limit=1)
+    items, meta = next(pages)
+    assert items == [{"n": 1}] and meta == {"continue": "p2"} and len(rest.calls) == 1
+    assert [p[0] for p in pages] == [[{"n": 2}]]
+    assert rest.calls[1]["url"].endswith("?continue=p2&limit=1")
+
+
+def test_replace_is_a_put_of_the_whole_object():
+    rest = Rest([(200, {"metadata": {"resourceVersion": "9"}})])
+    out = kc.Cluster(Client(rest)).replace("/apis/g/v1/things/a", {"metadata": {"resourceVersion": "8"}},
+                                            fieldManager="m")
+    call, = rest.calls
+    assert call["method"] == "PUT" and call["url"].endswith("/apis/g/v1/things/a?fieldManager=m")
+    assert call["body"] == {"metadata": {"resourceVersion": "8"}}
+    assert out == {"metadata": {"resourceVersion": "9"}}
+
+
 def test_served_is_none_when_the_group_version_is_not_served():
     rest = Rest([(404, None), (200, {"resources": [{"name": "clusterqueues"}, {"name": "clusterqueues/status"}]})])
     cluster = kc.Cluster(Client(rest))

@@ -1,0 +1,163 @@
+# Copyright: (c) 2026, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The storage migration of Kueue's objects (issue 15): every object of a Kueue CRD rewritten at the CRD's storage
+version, then the CRD's ``status.storedVersions`` trimmed to that version.
+
+When a Kueue release changes a CRD's storage version (0.16: v1beta1 -> v1beta2), the objects already in etcd stay
+encoded at the old version until something writes them, and the CRD keeps the old version in
+``status.storedVersions``; a later release that stops serving that version (0.20) or removes it (0.21) then breaks
+on them. This is what Kueue's ``hack/migrate-to-v1beta2.sh`` and Kubernetes' storage version migrator do: read each
+object and write it back unchanged (a PUT conditional on its resourceVersion), which makes the API server encode
+it at the storage version; once every object of a CRD is rewritten, ``storedVersions`` is set to the storage
+version alone through the CRD's status.
+
+Paged (``page_size`` objects per LIST), one CRD at a time; a CRD is trimmed only after all its objects were
+rewritten, so a migration cut short (API server stopped, timeout) leaves every CRD either done or still listing
+the old version, and a re-run finishes it. An object changed by someone else between the LIST and its PUT (409) was
+written after the storage version changed, so it is already migrated; one deleted meanwhile (404) needs nothing.
+"""
+
+from ansible_collections.kueueops.aks.plugins.module_utils.apply import is_unreachable
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline
+
+CRD_API = 'apiextensions.k8s.io/v1'
+FIELD_MANAGER = 'kueueops-storage-migration'
+
+
+def storage_version(crd):
+    """The version a CRD stores new writes at (``spec.versions[].storage``)."""
+    return next((v['name'] for v in (crd.get('spec') or {}).get('versions') or [] if v.get('storage')), None)
+
+
+def stored_versions(crd):
+    return list((crd.get('status') or {}).get('storedVersions') or [])
+
+
+def needs_migration(crd):
+    """Whether objects of this CRD may still be stored at another version than its storage version."""
+    return stored_versions(crd) != [storage_version(crd)]
+
+
+def crd_state(crd):
+    """What the plan and the module report of one CRD."""
+    return {'name': crd['metadata']['name'], 'storage_version': storage_version(crd),
+            'stored_versions': stored_versions(crd), 'needs_migration': needs_migration(crd)}
+
+
+def kueue_crds(cluster):
+    """Every CRD of Kueue's API group, by name."""
+    crds = cluster.items(path(CRD_API, 'customresourcedefinitions'))
+    return sorted((c for c in crds if (c.get('spec') or {}).get('group') == GROUP),
+                  key=lambda c: c['metadata']['name'])
+
+
+class MigrationInterrupted(KueueOpsError):
+    """A migration cut short: what was done and what remains, for the result and the message."""
+
+    def __init__(self, problem, report, fix, field=None):
+        KueueOpsError.__init__(self, problem, field=field, fix=fix)
+        self.report = report
+
+    def failure_result(self):
+        return dict(self.report, changed=bool(self.report['rewritten']))
+
+
+class StorageMigration:
+    """One run over the Kueue CRDs (``crds``: names to limit it to, else all that need it)."""
+
+    def __init__(self, cluster, crds=None, page_size=500, timeout=600, check_mode=False):
+        self.cluster = cluster if isinstance(cluster, Cluster) else Cluster(cluster)
+        self.only = set(crds or ())
+        self.page_size = page_size
+        self.deadline = Deadline(timeout)
+        self.timeout = timeout
+        self.check_mode = check_mode
+        self.report = {'crds': [], 'rewritten': 0, 'trimmed': [], 'remaining': 0}
+
+    def run(self):
+        crds = kueue_crds(self.cluster)
+        unknown = sorted(self.only - set(c['metadata']['name'] for c in crds))
+        if unknown:
+            raise KueueOpsError('no Kueue CRD named %s in the cluster' % ', '.join(unknown), field='crds',
+                                fix='name CRDs of the kueue.x-k8s.io group (kubectl get crd | grep kueue), or '
+                                    'leave crds empty for all of them')
+        todo = [c for c in crds if needs_migration(c) and (not self.only or c['metadata']['name'] in self.only)]
+        for crd in crds:
+            if crd not in todo and (not self.only or crd['metadata']['name'] in self.only):
+                self.report['crds'].append(dict(crd_state(crd), objects=0, rewritten=0, trimmed=False))
+        for index, crd in enumerate(todo):
+            try:
+                self.migrate(crd)
+            except Exception as exc:  # pylint: disable=broad-except
+                if not isinstance(exc, (ApiException, KueueOpsError)) and not is_unreachable(exc):
+                    raise
+                self.interrupted(crd, todo[index + 1:], exc)
+        self.report['crds'].sort(key=lambda c: c['name'])
+        self.report['changed'] = bool(self.report['trimmed'])
+        return self.report
+
+    def _collection(self, crd, version):
+        return path('%s/%s' % (GROUP, version), crd['spec']['names']['plural'])
+
+    def migrate(self, crd):
+        name = crd['metadata']['name']
+        version = storage_version(crd)
+        entry = dict(crd_state(crd), objects=0, rewritten=0, trimmed=False)
+        self.report['crds'].append(entry)
+        namespaced = crd['spec'].get('scope') == 'Namespaced'
+        plural = crd['spec']['names']['plural']
+        for items, _meta in self.cluster.pages(self._collection(crd, version), limit=self.page_size):
+            entry['objects'] += len(items)
+            if self.check_mode:
+                continue
+            for obj in items:
+                if self.deadline.expired():
+                    raise KueueOpsError('the timeout of %ss passed' % self.timeout, field='timeout')
+                meta = obj['metadata']
+                target = path('%s/%s' % (GROUP, version), plural, meta.get('namespace') if namespaced else None,
+                              meta['name'])
+                try:
+                    self.cluster.replace(target, obj, fieldManager=FIELD_MANAGER)
+                except ApiException as exc:
+                    if exc.status not in (404, 409):
+                        raise
+                entry['rewritten'] += 1
+                self.report['rewritten'] += 1
+        if self.check_mode:
+            return
+        # The storage version must not have changed under us (a Helm upgrade running beside this one).
+        live = self.cluster.get(path(CRD_API, 'customresourcedefinitions', None, name))
+        if live is None or storage_version(live) != version:
+            raise KueueOpsError('CRD %s changed its storage version while its objects were rewritten' % name,
+                                field='crds', fix='let the Kueue upgrade that changed it finish, then run again')
+        self.cluster.patch(path(CRD_API, 'customresourcedefinitions', None, name, 'status'),
+                           {'status': {'storedVersions': [version]}})
+        entry.update(stored_versions=[version], needs_migration=False, trimmed=True)
+        self.report['trimmed'].append(name)
+
+    def interrupted(self, crd, rest, exc):
+        name = crd['metadata']['name']
+        entry = next(c for c in self.report['crds'] if c['name'] == name)
+        self.report['remaining'] = entry['objects'] - entry['rewritten']
+        self.report['crds'].sort(key=lambda c: c['name'])
+        self.report['crds_remaining'] = [name] + [c['metadata']['name'] for c in rest]
+        if isinstance(exc, KueueOpsError):
+            reason = exc.message()
+        elif isinstance(exc, ApiException):
+            reason = api_exception_message(exc)
+        else:
+            reason = 'the API server did not answer: %s' % (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise MigrationInterrupted(
+            'the storage migration stopped at CRD %s after rewriting %d of the %d objects listed so far (%s). '
+            '%d CRD(s) still list an old version in status.storedVersions: %s. Done: %s'
+            % (name, entry['rewritten'], entry['objects'], reason, len(self.report['crds_remaining']),
+               ', '.join(self.report['crds_remaining']),
+               ', '.join(self.report['trimmed']) or 'no CRD yet'),
+            self.report,
+            'nothing is half-migrated: every object keeps its data and the CRDs not yet trimmed still list the old '
+            'version; run the same task (or playbooks/upgrade.yml) again once the API server answers, and it '
+            'rewrites the objects of the CRDs that remain', field=getattr(exc, 'field', None))

@@ -1,0 +1,102 @@
+"""upgrade: the hops and the required actions of a plan, on the catalog (pure logic; the plan against a real
+cluster is tests/integration/test_upgrade.py)."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog as cat
+from ansible_collections.kueueops.aks.plugins.module_utils import queues, upgrade
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+
+LOCAL = {"0.15": "0.15.0", "0.17": "0.17.0", "0.18": "0.18.4", "0.19": "0.19.2"}  # what the harness registry holds
+
+
+def hops(current, target, published=LOCAL, stored=("v1beta1",)):
+    first, planned, problems = upgrade.plan_hops(current, target, published.get, set(stored))
+    return first, [(h.source, h.target, h.migrate) for h in planned], problems
+
+
+def test_the_storage_switch_is_crossed_at_the_first_published_release_that_stores_v1beta2():
+    assert hops("0.15.0", "0.19.2") == (False, [("0.15.0", "0.17.0", True), ("0.17.0", "0.19.2", False)], [])
+
+
+def test_a_published_016_is_the_stop():
+    assert hops("0.15.0", "0.19.2", dict(LOCAL, **{"0.16": "0.16.9"}))[1][0] == ("0.15.0", "0.16.9", True)
+
+
+def test_no_storage_change_is_one_hop():
+    assert hops("0.18.4", "0.19.2", stored=("v1beta2",)) == (False, [("0.18.4", "0.19.2", False)], [])
+
+
+def test_a_target_that_switches_storage_is_the_stop():
+    assert hops("0.15.0", "0.17.0") == (False, [("0.15.0", "0.17.0", True)], [])
+
+
+def test_an_old_storage_version_still_listed_is_migrated_first():
+    assert hops("0.17.0", "0.19.2", stored=("v1beta1", "v1beta2")) == (True, [("0.17.0", "0.19.2", False)], [])
+
+
+def test_020_is_reached_through_a_migration_at_017():
+    assert hops("0.15.0", "0.20.0", dict(LOCAL, **{"0.20": "0.20.0"}))[1] == [
+        ("0.15.0", "0.17.0", True), ("0.17.0", "0.20.0", False)]
+
+
+def test_nothing_published_before_020_that_stores_v1beta2_is_refused():
+    _first, planned, problems = hops("0.15.0", "0.20.0", {"0.20": "0.20.0"})
+    assert planned == [("0.15.0", "0.20.0", True)]
+    assert problems and "does not serve kueue.x-k8s.io/v1beta1" in problems[0]
+
+
+@pytest.mark.parametrize("current, target, words", [
+    ("0.19.2", "0.18.4", "older than the installed 0.19.2"),
+    ("0.15.0", "0.99.0", "not in this collection's catalog"),
+    ("0.12.3", "0.19.2", "installed Kueue 0.12.3 is not in this collection's catalog"),
+])
+def test_direction_refusals_name_target_version_and_a_fix(current, target, words):
+    with pytest.raises(KueueOpsError) as caught:
+        upgrade.check_direction(current, target)
+    assert caught.value.field == "target_version" and words in caught.value.problem and caught.value.fix
+
+
+def actions(prev, rec, inventory=None, live=None):
+    return dict(((a["kind"], a["name"]), (a["severity"], a["text"])) for a in upgrade.minor_actions(
+        cat.catalog_for(prev), cat.catalog_for(rec), inventory or {}, live or {}))
+
+
+def test_019_actions_as_they_apply_to_the_cluster():
+    live = {"frameworks": ["batch/job", "kubeflow.org/pytorchjob"], "feature_gates": {}, "config": {}}
+    found = actions("0.18", "0.19", {"feature_gates": {"QuotaCheckStrategy": False}, "integrations": None}, live)
+    assert found[("framework_default", "kubeflow.org/pytorchjob")][0] == "action"
+    assert ("framework_default", "kubeflow.org/tfjob") not in found  # the running manager does not enable it
+    assert found[("gate_default", "QuotaCheckStrategy")][0] == "info"  # the inventory pins it
+    assert found[("gate_default", "AdmissionGatedBy")][0] == "action"
+    assert found[("config_default", "waitForPodsReady")][0] == "action"
+    pinned = actions("0.18", "0.19", {}, {"config": {"waitForPodsReady": {"timeout": "5m"}}})
+    assert pinned[("config_default", "waitForPodsReady")][0] == "info"
+    off = actions("0.18", "0.19", {"feature_gates": {"DisableWaitForPodsReady": True}}, {})
+    assert "stays off" in off[("config_default", "waitForPodsReady")][1]
+
+
+def test_removed_and_locked_gates_the_inventory_sets_are_refused():
+    assert actions("0.15", "0.16", {"feature_gates": {"ConfigurableResourceTransformations": True}})[
+        ("gate_removed", "ConfigurableResourceTransformations")][0] == "refused"
+    assert actions("0.16", "0.17", {"feature_gates": {"LendingLimit": False}})[
+        ("gate_locked", "LendingLimit")][0] == "refused"
+    assert actions("0.19", "0.20", {}, {"config": {"apiVersion": "config.kueue.x-k8s.io/v1beta1"}})[
+        ("config_refused", "apiVersion")][0] == "refused"
+    assert ("config_refused", "apiVersion") not in actions(
+        "0.19", "0.20", {}, {"config": {"apiVersion": "config.kueue.x-k8s.io/v1beta2"}})
+    assert actions("0.19", "0.20")[("api_not_served", "v1beta1")][0] == "action"
+
+
+def test_a_field_the_conversion_drops_is_refused_naming_the_object():
+    check = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": "prov"},
+             "spec": {"controllerName": "x", "retryDelayMinutes": 5}}
+    plan = upgrade.build("0.15.0", "0.19.2", LOCAL.get, {"v1beta1"}, {}, {}, [check], queues.convert)
+    assert any("AdmissionCheck prov" in r and "spec.retryDelayMinutes" in r for r in plan["refusals"])
+
+
+def test_up_to_date_plan_and_its_lines():
+    plan = upgrade.build("0.19.2", "0.19.2", LOCAL.get, {"v1beta2"}, {}, {})
+    assert plan["up_to_date"] and not plan["migrate_first"] and plan["hops"] == []
+    assert "nothing to upgrade" in upgrade.lines(plan)[0]
