@@ -414,6 +414,17 @@ def _fmt(value, indent):
             return "{}"
         items = ["%s%r: %s,\n" % (pad, k, _fmt(v, indent + 4)) for k, v in value.items()]
         return "{\n" + "".join(items) + " " * indent + "}"
+    if isinstance(value, str) and len(repr(value)) + indent > 100:
+        # A long text (a CHANGELOG fact): implicit concatenation, one chunk per line.
+        words, chunks, line = value.split(" "), [], ""
+        for word in words:
+            if line and len(line) + len(word) > 80:
+                chunks.append(line + " ")
+                line = word
+            else:
+                line = "%s %s" % (line, word) if line else word
+        chunks.append(line)
+        return "(\n" + "".join("%s%r\n" % (pad, c) for c in chunks) + " " * indent + ")"
     if isinstance(value, list):
         one = repr(value)
         if len(one) + indent < 100:

@@ -465,8 +465,8 @@ class KueueHelm(ModuleRun):
         p = self.p
         current = self.release(runner)
         if current is None:
-            raise KueueOpsError("there is no Helm release %s in %s to roll back" % (p["release_name"],
-                                                                                   p["release_namespace"]),
+            where = (p["release_name"], p["release_namespace"])
+            raise KueueOpsError("there is no Helm release %s in %s to roll back" % where,
                                 field="release_name", fix="name the release that was upgraded")
         wanted = p["rollback_revision"]
         history = dict((int(r["revision"]), r) for r in runner.history(p["release_name"], p["release_namespace"]))

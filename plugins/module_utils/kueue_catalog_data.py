@@ -1238,13 +1238,25 @@ GENERATED = {
                 'name': 'waitForPodsReady',
                 'new_default': 'enabled, timeout 30m, recoveryTimeout 30m',
                 'unless_gate': 'DisableWaitForPodsReady',
-                'text': 'WaitForPodsReady is on by default from Kueue 0.19 (30 minute timeout, 30 minute recovery timeout): a Job whose Pods are not all ready within the timeout is evicted and requeued; the feature gate DisableWaitForPodsReady turns it off',
-                'source': 'CHANGELOG/CHANGELOG-0.19.md v0.19.0 (#11855, #13107); apis/config/v1beta2/defaults.go at v0.19.0',
+                'text': (
+                    'WaitForPodsReady is on by default from Kueue 0.19 (30 minute timeout, 30 minute '
+                    'recovery timeout): a Job whose Pods are not all ready within the timeout is '
+                    'evicted and requeued; the feature gate DisableWaitForPodsReady turns it off'
+                ),
+                'source': (
+                    'CHANGELOG/CHANGELOG-0.19.md v0.19.0 (#11855, #13107); '
+                    'apis/config/v1beta2/defaults.go at v0.19.0'
+                ),
             },
         ],
     },
     '0.20': {
-        'source': 'CHANGELOG/CHANGELOG-0.20.md of kubernetes-sigs/kueue at 144402ada86f9605f19a07d3d0cba49e1fb1b5b6 ("Changes since v0.19.0") and PR #14558 (v1beta1 unserved); not generated from source: the Go module proxy serves no 0.20 tag',
+        'source': (
+            'CHANGELOG/CHANGELOG-0.20.md of kubernetes-sigs/kueue at '
+            '144402ada86f9605f19a07d3d0cba49e1fb1b5b6 ("Changes since v0.19.0") and PR #14558 '
+            '(v1beta1 unserved); not generated from source: the Go module proxy serves no 0.20 '
+            'tag'
+        ),
         'patch': '0.20.0',
         'config_api_version': 'config.kueue.x-k8s.io/v1beta2',
         'config_api_versions_compiled': ['v1beta2'],
@@ -1469,22 +1481,36 @@ GENERATED = {
                 'kind': 'config_refused',
                 'name': 'apiVersion',
                 'values': ['config.kueue.x-k8s.io/v1beta1'],
-                'text': "the Kueue 0.20 manager no longer decodes a config.kueue.x-k8s.io/v1beta1 Configuration (PR #14558 removes it from the manager's scheme) and exits at startup",
-                'fix': 'write the Configuration (managerConfig.controllerManagerConfigYaml) as config.kueue.x-k8s.io/v1beta2',
+                'text': (
+                    'the Kueue 0.20 manager no longer decodes a config.kueue.x-k8s.io/v1beta1 '
+                    "Configuration (PR #14558 removes it from the manager's scheme) and exits at "
+                    'startup'
+                ),
+                'fix': (
+                    'write the Configuration (managerConfig.controllerManagerConfigYaml) as '
+                    'config.kueue.x-k8s.io/v1beta2'
+                ),
                 'source': 'PR #14558 head, cmd/kueue/main.go; not verified against the v0.20.0 tag',
             },
             {
                 'kind': 'note',
                 'name': 'localQueueSelector',
                 'severity': 'info',
-                'text': 'Kueue 0.20 refuses to start on an invalid metrics.localQueueMetrics.localQueueSelector when LocalQueue metrics are enabled (#16379)',
+                'text': (
+                    'Kueue 0.20 refuses to start on an invalid '
+                    'metrics.localQueueMetrics.localQueueSelector when LocalQueue metrics are enabled '
+                    '(#16379)'
+                ),
                 'source': 'CHANGELOG/CHANGELOG-0.20.md, Actions Required',
             },
             {
                 'kind': 'note',
                 'name': 'pods-resource-name',
                 'severity': 'info',
-                'text': 'Kueue 0.20 refuses to start on a DRA device-class mapping or resource transformation named `pods` (#13989)',
+                'text': (
+                    'Kueue 0.20 refuses to start on a DRA device-class mapping or resource '
+                    'transformation named `pods` (#13989)'
+                ),
                 'source': 'CHANGELOG/CHANGELOG-0.20.md, Actions Required',
             },
         ],

@@ -308,8 +308,8 @@ def lines(plan):
             ': nothing to upgrade'))
         return out
     path = [plan['current_version']] + [h['to'] for h in plan['hops']]
-    out.append('Kueue %s -> %s in %d hop(s): %s' % (plan['current_version'], plan['target_version'],
-                                                   len(plan['hops']), ' -> '.join(path)))
+    out.append('Kueue %s -> %s in %d hop(s): %s'
+               % (plan['current_version'], plan['target_version'], len(plan['hops']), ' -> '.join(path)))
     if plan['migrate_first']:
         out.append('first: storage migration at %s (a Kueue CRD still lists an old version)' % plan['current_version'])
     for number, hop in enumerate(plan['hops'], 1):
