@@ -158,8 +158,8 @@ def test_pages_yields_each_page_before_reading_the_next():
 
 def test_replace_is_a_put_of_the_whole_object():
     rest = Rest([(200, {"metadata": {"resourceVersion": "9"}})])
-    out = kc.Cluster(Client(rest)).replace("/apis/g/v1/things/a", {"metadata": {"resourceVersion": "8"}},
-                                            fieldManager="m")
+    body = {"metadata": {"resourceVersion": "8"}}
+    out = kc.Cluster(Client(rest)).replace("/apis/g/v1/things/a", body, fieldManager="m")
     call, = rest.calls
     assert call["method"] == "PUT" and call["url"].endswith("/apis/g/v1/things/a?fieldManager=m")
     assert call["body"] == {"metadata": {"resourceVersion": "8"}}
