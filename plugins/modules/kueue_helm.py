@@ -41,7 +41,7 @@ options:
   rollback_revision:
     description:
       - With O(state=rolled_back), the release revision to go back to (the revision before the upgrade,
-        M(kueueops.aks.kueue_info) RV(kueueops.aks.kueue_info#module:helm_release.revision)). Required with it,
+        the C(helm_release.revision) that M(kueueops.aks.kueue_info) returns). Required with it,
         refused otherwise. A rollback re-run once it is done changes nothing.
     type: int
   release_name:
