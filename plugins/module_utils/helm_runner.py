@@ -59,6 +59,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
 
 MIN_HELM = (3, 13, 0)
 _NOT_FOUND = "release: not found"
+_ABSENT = object()  # _release_json: the release does not exist
 
 
 class HelmError(KueueOpsError):
@@ -75,6 +76,26 @@ class HelmError(KueueOpsError):
 
 REGISTRY_TLS_OPTIONS = ("registry_ca_file", "registry_cert_file", "registry_key_file",
                         "registry_insecure_skip_tls_verify")
+
+
+# The options that reach the chart's OCI registry and run helm, in every module that resolves chart versions
+# (kueue_helm, kueue_upgrade_plan): one spec, so the two cannot drift. Copy it (chart_argspec()) into a module's.
+_CHART_ARGSPEC = dict(
+    chart_ref=dict(type="str", default="oci://registry.k8s.io/kueue/charts/kueue"),
+    plain_http=dict(type="bool", default=False),
+    registry_username=dict(type="str"),
+    registry_password=dict(type="str", no_log=True),
+    registry_ca_file=dict(type="path"),
+    registry_cert_file=dict(type="path"),
+    registry_key_file=dict(type="path", no_log=False),
+    registry_insecure_skip_tls_verify=dict(type="bool", default=False),
+    binary_path=dict(type="path", default="helm"),
+)
+
+
+def chart_argspec():
+    """A copy of the chart and registry options' argument spec."""
+    return dict((name, dict(spec)) for name, spec in _CHART_ARGSPEC.items())
 
 
 def registry_tls(params):
@@ -386,14 +407,21 @@ class HelmRunner:
         return yaml.safe_load(out) or {}
 
     # -- release inspection
-    def status(self, release, namespace):
-        rc, out, err = self._run(["status", release, "--namespace", namespace, "--output", "json"], check=False)
+    def _release_json(self, command, release, namespace):
+        """What ``helm COMMAND RELEASE --output json`` prints, decoded (None for nothing), or ``_ABSENT`` when the
+        release does not exist; any other failure is a HelmError."""
+        args = command.split() + [release, "--namespace", namespace, "--output", "json"]
+        rc, out, err = self._run(args, check=False)
         if rc != 0:
             if _NOT_FOUND in (err or ""):
-                return None
-            raise HelmError("helm status %s failed (rc=%s): %s" % (release, rc, self.scrub(err).strip()),
+                return _ABSENT
+            raise HelmError("helm %s %s failed (rc=%s): %s" % (command, release, rc, self.scrub(err).strip()),
                             rc=rc, stderr=self.scrub(err))
         return json.loads(out) if out.strip() else None
+
+    def status(self, release, namespace):
+        data = self._release_json("status", release, namespace)
+        return None if data is _ABSENT else data
 
     def list_release(self, release, namespace):
         """The release as ``helm list`` reports it (any status), or None."""
@@ -406,24 +434,12 @@ class HelmRunner:
 
     def history(self, release, namespace):
         """``helm history``: every revision kept, [{revision, status, chart, app_version, description}]."""
-        rc, out, err = self._run(["history", release, "--namespace", namespace, "--output", "json"], check=False)
-        if rc != 0:
-            if _NOT_FOUND in (err or ""):
-                return []
-            raise HelmError("helm history %s failed (rc=%s): %s" % (release, rc, self.scrub(err).strip()),
-                            rc=rc, stderr=self.scrub(err))
-        return json.loads(out or "[]") or []
+        data = self._release_json("history", release, namespace)
+        return [] if data is _ABSENT else data or []
 
     def get_values(self, release, namespace):
-        rc, out, err = self._run(["get", "values", release, "--namespace", namespace, "--output", "json"],
-                                 check=False)
-        if rc != 0:
-            if _NOT_FOUND in (err or ""):
-                return None
-            raise HelmError("helm get values %s failed (rc=%s): %s" % (release, rc, self.scrub(err).strip()),
-                            rc=rc, stderr=self.scrub(err))
-        data = json.loads(out) if out.strip() else None
-        return data or {}
+        data = self._release_json("get values", release, namespace)
+        return None if data is _ABSENT else data or {}
 
     # -- changes
     def upgrade_args(self, release, namespace, chart_ref, version=None, values_file=None, values_files=None,

@@ -58,10 +58,10 @@ def _require_yaml():
                             fix="pip install PyYAML (or: install the collection's requirements.txt)")
 
 
-_MISSING = object()
+MISSING = object()
 
 
-def _get(d, path, default=None):
+def get_path(d, path, default=None):
     """The value at the dotted ``path`` of nested mappings, or ``default`` where a key is missing."""
     cur = d
     for key in path.split("."):
@@ -141,7 +141,7 @@ def detect_misnested_values(values):
 
 def _shape_problems(values):
     problems = []
-    cfg = _get(values, CONFIG_PATH)
+    cfg = get_path(values, CONFIG_PATH)
     if cfg is not None and not isinstance(cfg, str):
         problems.append(
             "managerConfig.controllerManagerConfigYaml is a %s, but the chart expects a string (it runs "
@@ -157,7 +157,7 @@ def _shape_problems(values):
             if parsed is not None and not isinstance(parsed, dict):
                 problems.append("managerConfig.controllerManagerConfigYaml must hold a Kueue Configuration "
                                 "mapping, got %s." % type(parsed).__name__)
-    gates = _get(values, GATES_PATH)
+    gates = get_path(values, GATES_PATH)
     if gates is not None:
         if isinstance(gates, dict):
             problems.append(
@@ -191,7 +191,7 @@ def _yaml_err(exc):
 # ------------------------------------------------------------ gate conflicts
 
 def _config_dict(values):
-    cfg = _get(values, CONFIG_PATH)
+    cfg = get_path(values, CONFIG_PATH)
     if not isinstance(cfg, str) or not HAS_YAML:
         return None
     try:
@@ -210,7 +210,7 @@ def detect_feature_gate_conflict(values, config_yaml_source=None):
     is rendered for a non-empty list, and the Configuration counts when its
     ``featureGates`` key is present and not null (even ``{}``).
     """
-    gates = _get(values, GATES_PATH)
+    gates = get_path(values, GATES_PATH)
     if not (isinstance(gates, list) and gates):
         return []
     cfg = _config_dict(values)
@@ -255,7 +255,7 @@ def chart_default_config_yaml(chart_values_text):
         vals = yaml.safe_load(chart_values_text) or {}
     except yaml.YAMLError as exc:
         raise KueueOpsError("cannot parse the chart's default values: %s" % _yaml_err(exc), field="chart_ref")
-    cfg = _get(vals, CONFIG_PATH)
+    cfg = get_path(vals, CONFIG_PATH)
     if not isinstance(cfg, str):
         raise KueueOpsError("the chart's default values have no string managerConfig.controllerManagerConfigYaml; "
                             "is chart_ref a Kueue chart?", field="chart_ref")
@@ -294,7 +294,7 @@ def render_values(version, feature_gates, integrations, user_values, default_man
     if feature_gates:
         if not isinstance(feature_gates, dict):
             raise KueueOpsError("feature_gates must be a mapping of gate name to true/false", field="feature_gates")
-        if _get(user_values, GATES_PATH) not in (None, []):
+        if get_path(user_values, GATES_PATH) not in (None, []):
             raise KueueOpsError(
                 "feature gates are given twice: by the feature_gates option and by values.controllerManager."
                 "featureGates", field="feature_gates",
@@ -317,11 +317,11 @@ def render_values(version, feature_gates, integrations, user_values, default_man
 def _render_config(version, integrations, user_values, default_yaml):
     if not isinstance(integrations, (list, tuple)) or not all(isinstance(n, str) for n in integrations):
         raise KueueOpsError("integrations must be a list of framework names", field="integrations")
-    user_cfg_text = _get(user_values, CONFIG_PATH)
+    user_cfg_text = get_path(user_values, CONFIG_PATH)
     from_user = isinstance(user_cfg_text, str) and user_cfg_text.strip() != ""
     if from_user:
         cfg = yaml.safe_load(user_cfg_text) or {}
-        if _get(cfg, "integrations.frameworks", _MISSING) is not _MISSING:  # present, even as null
+        if get_path(cfg, "integrations.frameworks", MISSING) is not MISSING:  # present, even as null
             raise KueueOpsError(
                 "integration frameworks are given twice: by the integrations option and by integrations.frameworks "
                 "in values.managerConfig.controllerManagerConfigYaml", field="integrations",
@@ -412,5 +412,5 @@ def effective_from_deployment(args, config_yaml):
         gates = parse_feature_gates_flag(flag)
     else:
         gates = dict((str(k), bool(v)) for k, v in (cfg.get("featureGates") or {}).items())
-    frameworks = list(_get(cfg, "integrations.frameworks") or []) or list(DEFAULT_FRAMEWORKS)
+    frameworks = list(get_path(cfg, "integrations.frameworks") or []) or list(DEFAULT_FRAMEWORKS)
     return gates, frameworks

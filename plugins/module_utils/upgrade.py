@@ -217,29 +217,18 @@ def _changelog_fact(fact, inventory, live):
         gates = dict(live.get('feature_gates') or {}, **(inventory.get('feature_gates') or {}))
         if gate and gates.get(gate):
             return INFO, '%s; feature gate %s is set on this cluster, so it stays off' % (fact['text'], gate)
-        value = _get(config, fact['name'])
-        if value is not _MISSING:
+        value = helm_values.get_path(config, fact['name'], helm_values.MISSING)
+        if value is not helm_values.MISSING:
             return INFO, '%s; this cluster sets %s: %s' % (fact['text'], fact['name'], _text(value))
         return ACTION, '%s; this cluster does not set %s, so it takes the new default %s' % (
             fact['text'], fact['name'], _text(fact['new_default']))
     if kind == 'config_refused':
-        value = _get(config, fact['name'])
-        if value is _MISSING or ('values' in fact and value not in fact['values']):
+        value = helm_values.get_path(config, fact['name'], helm_values.MISSING)
+        if value is helm_values.MISSING or ('values' in fact and value not in fact['values']):
             return None
         return REFUSED, '%s; the running manager\'s configuration sets %s: %s. Fix: %s' % (
             fact['text'], fact['name'], _text(value), fact['fix'])
     return ACTION if fact.get('severity') == ACTION else INFO, fact['text']
-
-
-_MISSING = object()
-
-
-def _get(data, dotted):
-    for part in dotted.split('.'):
-        if not isinstance(data, dict) or part not in data:
-            return _MISSING
-        data = data[part]
-    return data
 
 
 def _text(value):
@@ -274,13 +263,9 @@ def build(current, target, published, stored, inventory, live, objects_v1beta1=(
     """The whole plan as data (see the module's RETURN)."""
     plan = {'current_version': current, 'target_version': target, 'up_to_date': False, 'migrate_first': False,
             'hops': [], 'actions': [], 'refusals': []}
-    cur, tgt = versions.parse(current), versions.parse(target)
-    if cur.core == tgt.core:
-        plan['up_to_date'] = True
-        plan['migrate_first'] = set(stored or ()) - {catalog.catalog_for(current).kueue_api_storage} != set()
-        return plan
     migrate_first, hops, problems = plan_hops(current, target, published, stored)
-    plan.update(migrate_first=migrate_first, hops=[h.as_dict() for h in hops])
+    plan.update(up_to_date=versions.parse(current).core == versions.parse(target).core,
+                migrate_first=migrate_first, hops=[h.as_dict() for h in hops])
     refusals = list(problems)
     prev = catalog.catalog_for(current)
     for minor in crossed_minors(current, target):
@@ -357,7 +342,7 @@ def check_direction(current, target):
                                 'the upgrade (playbooks/restore.yml)' % current)
 
 
-def live_state(cluster, namespace, read_config):
+def live_state(cluster, read_config):
     """What the plan needs from the cluster: the Kueue CRDs, the running manager's gates, frameworks and
     Configuration. ``read_config()``: (args, config_yaml, image) of the manager (verify.Verifier)."""
     crds = [crd_state(c) for c in kueue_crds(cluster)]
@@ -389,10 +374,10 @@ def v1beta1_objects(cluster):
     return out
 
 
-def make_plan(current, target, published, cluster, namespace, read_config, inventory, convert):
+def make_plan(current, target, published, cluster, read_config, inventory, convert):
     """Check the direction, read the cluster, build the plan; an UpgradeRefused when it has refusals."""
     check_direction(current, target)
-    crds, live = live_state(cluster, namespace, read_config)
+    crds, live = live_state(cluster, read_config)
     stored = set(v for c in crds for v in c['stored_versions'])
     crosses_storage = catalog.catalog_for(current).kueue_api_storage != catalog.catalog_for(target).kueue_api_storage
     objects = v1beta1_objects(cluster) if crosses_storage else []

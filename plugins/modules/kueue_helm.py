@@ -284,6 +284,7 @@ finalizers_cleared:
 """
 
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_install import KueueHelm
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import chart_argspec
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import HAS_YAML
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
@@ -295,25 +296,17 @@ def main():
         release_name=dict(type="str", default="kueue", aliases=["name"]),
         release_namespace=dict(type="str", default="kueue-system", aliases=["namespace"]),
         create_namespace=dict(type="bool", default=True),
-        chart_ref=dict(type="str", default="oci://registry.k8s.io/kueue/charts/kueue"),
         chart_version=dict(type="str", default="latest"),
-        plain_http=dict(type="bool", default=False),
-        registry_username=dict(type="str"),
-        registry_password=dict(type="str", no_log=True),
-        registry_ca_file=dict(type="path"),
-        registry_cert_file=dict(type="path"),
-        registry_key_file=dict(type="path", no_log=False),
-        registry_insecure_skip_tls_verify=dict(type="bool", default=False),
         feature_gates=dict(type="dict"),
         integrations=dict(type="list", elements="str"),
         values=dict(type="dict", default={}, aliases=["release_values"]),
         values_files=dict(type="list", elements="path", default=[]),
-        binary_path=dict(type="path", default="helm"),
         wait=dict(type="bool", default=True),
         timeout=dict(type="int", default=300, aliases=["wait_timeout"]),
         atomic=dict(type="bool", default=False),
         allow_managed_extension=dict(type="bool", default=False),
         delete_namespace=dict(type="bool", default=False),
+        **chart_argspec()
     )
     module = KueueOpsModule(argument_spec, supports_check_mode=True,
                             required_if=[("state", "rolled_back", ("rollback_revision",))])

@@ -196,6 +196,7 @@ lines:
 
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 from ansible_collections.kueueops.aks.plugins.module_utils import upgrade_run
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import chart_argspec
 
 
 def main():
@@ -206,17 +207,9 @@ def main():
         available_versions=dict(type='list', elements='str', default=[]),
         kueue_namespace=dict(type='str', default='kueue-system'),
         release_name=dict(type='str', default='kueue'),
-        chart_ref=dict(type='str', default='oci://registry.k8s.io/kueue/charts/kueue'),
-        plain_http=dict(type='bool', default=False),
-        registry_username=dict(type='str'),
-        registry_password=dict(type='str', no_log=True),
-        registry_ca_file=dict(type='path'),
-        registry_cert_file=dict(type='path'),
-        registry_key_file=dict(type='path', no_log=False),
-        registry_insecure_skip_tls_verify=dict(type='bool', default=False),
-        binary_path=dict(type='path', default='helm'),
         feature_gates=dict(type='dict', default={}),
         integrations=dict(type='list', elements='str'),
+        **chart_argspec()
     ), supports_check_mode=True)
     module.check_namespace('kueue_namespace')
     planner = upgrade_run.Planner(module.params, lambda: module.api_client, module.run_command,

@@ -105,27 +105,20 @@ OPTION_VARIABLES = {
     },
     'kueue_jobs_info': {
     },
-    'kueue_upgrade_plan': {
-        'target_version': 'kueue_version (kueue_extension_version on the managed extension)',
-        'chart_ref': 'kueue_helm_chart_ref',
-        'plain_http': 'kueue_helm_plain_http',
-        'registry_username': 'kueue_helm_registry_username',
-        'registry_password': 'kueue_helm_registry_password',
-        'registry_ca_file': 'kueue_helm_registry_ca_file',
-        'registry_cert_file': 'kueue_helm_registry_cert_file',
-        'registry_key_file': 'kueue_helm_registry_key_file',
-        'registry_insecure_skip_tls_verify': 'kueue_helm_registry_insecure_skip_tls_verify',
-        'binary_path': 'kueue_helm_binary',
-        'feature_gates': 'kueue_feature_gates',
-        'integrations': 'kueue_integrations',
-        'release_name': 'kueue_release_name',
-        'kueue_namespace': 'kueue_namespace',
-    },
     'kueue_storage_migration': {
         'timeout': 'kueue_upgrade_migration_timeout',
         'page_size': 'kueue_upgrade_migration_page_size',
     },
 }
+
+# kueue_upgrade_plan takes kueue_helm's chart, registry, gate and integration options, set by the same variables.
+OPTION_VARIABLES['kueue_upgrade_plan'] = dict(
+    [(option, OPTION_VARIABLES['kueue_helm'][option]) for option in (
+        'chart_ref', 'plain_http', 'registry_username', 'registry_password', 'registry_ca_file', 'registry_cert_file',
+        'registry_key_file', 'registry_insecure_skip_tls_verify', 'binary_path', 'feature_gates', 'integrations',
+        'release_name')],
+    target_version='kueue_version (kueue_extension_version on the managed extension)',
+    kueue_namespace='kueue_namespace')
 
 _OPTION = re.compile(r'[a-z][a-z0-9]*_[a-z0-9_]+')
 _LEADING = re.compile(r'^([a-z_]+):')
