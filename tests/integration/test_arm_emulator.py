@@ -18,6 +18,8 @@ import urllib.request
 import pytest
 import yaml
 
+from tests.emulators.arm.kube import extension_version
+
 from .kubeutil import helm, wait_for
 
 pytestmark = pytest.mark.timeout(600)
@@ -130,7 +132,7 @@ def test_validation_and_api_versions(azure, arm_control):
     assert err.value.status_code == 400 and err.value.error.code == "NoRegisteredProviderFound"
 
     bad = [({"properties": {"extensionType": "microsoft.other"}}, "is not registered"),
-           ({"properties": {"extensionType": "microsoft.kueue", "version": "0.19.2",
+           ({"properties": {"extensionType": "microsoft.kueue", "version": "0.19.2-aks.0.4.4",
                             "autoUpgradeMinorVersion": True}}, "autoUpgradeMinorVersion must be 'false'"),
            ({"properties": {"extensionType": "microsoft.kueue", "releaseTrain": "nightly"}}, "release train")]
     for body, message in bad:
@@ -150,7 +152,9 @@ def test_extension_type_versions_through_the_generated_client(arm, azure, arm_co
         azure["credential"](), arm.env()["AZURE_SUBSCRIPTION_ID"], base_url=arm.url,
         credential_scopes=[arm.url + "/.default"], connection_verify=arm.ca_path).extension_types
     where = (azure["rg"], RP, TYPE, azure["cluster"], "microsoft.kueue")
-    charts = os.environ["KUEUE_CHART_VERSIONS"].split()  # newest first
+    # Every chart version of the local registry, newest first, in AKS's own form: 0.19.2 as 0.19.2-aks.0.4.4.
+    charts = [extension_version(c) for c in os.environ["KUEUE_CHART_VERSIONS"].split()]
+    assert all(c.endswith("-aks.0.4.4") for c in charts) and os.environ["KUEUE_EXTENSION_VERSIONS"].split() == charts
     listed = list(types.cluster_list_versions(*where, release_train="preview"))
     assert [v.properties.version for v in listed] == charts
     first = listed[0]
@@ -164,6 +168,8 @@ def test_extension_type_versions_through_the_generated_client(arm, azure, arm_co
     assert [v.properties.version for v in types.cluster_list_versions(*where, major_version=major)] == \
         [c for c in charts if c.split(".")[0] == major]
     assert types.cluster_get_version(*where, charts[-1]).properties.version == charts[-1]
+    with pytest.raises(ResourceNotFoundError):  # the chart's own version is not an extension version
+        types.cluster_get_version(*where, os.environ["KUEUE_CHART_VERSIONS"].split()[-1])
 
     arm_control.offers({"stable": []})
     assert list(types.cluster_list_versions(*where)) == []  # the default train is stable
@@ -196,7 +202,10 @@ def test_extension_lifecycle(cluster, kube, azure, arm_control):
     assert arm_control.requests(method="PUT")[0]["status"] == 201
     result = poller.result()
     assert result.properties.provisioning_state == "Succeeded"
-    assert result.properties.current_version == newest and result.properties.extension_state == "Ready"
+    # currentVersion in AKS's form; the extension installed that version's Kueue chart.
+    assert result.properties.current_version == extension_version(newest) and result.properties.extension_state == "Ready"
+    releases = json.loads(helm(cluster, os.environ["HELM_V3"], "list", "-n", "kueue-system", "-o", "json").stdout)
+    assert [(r["name"], r["chart"]) for r in releases] == [("kueue", "kueue-" + newest)], releases
     assert result.properties.configuration_settings == {"emulator.note": "first"}
     assert not result.properties.configuration_protected_settings
     assert result.properties.aks_assigned_identity.type == "SystemAssigned" and result.system_data.created_by_type == "Application"
@@ -269,11 +278,16 @@ def test_failed_provisioning_reports_error_info(kube, azure, arm_control):
     assert props.statuses[0].level == "Error"
     arm_control.reset()
 
-    pinned = {"properties": {"extensionType": "microsoft.kueue", "version": "0.11.0", "autoUpgradeMinorVersion": False}}
-    with pytest.raises(HttpResponseError):
-        azure["ext"].extensions.begin_create(*ext_args(azure), pinned).result()
-    props = azure["ext"].extensions.get(*ext_args(azure)).properties
-    assert props.provisioning_state == "Failed" and "Version '0.11.0'" in props.error_info.message
+    # A version the train does not offer, and a chart version without AKS's packaging suffix, end Failed.
+    for version in ("0.11.0-aks.0.4.4", os.environ["KUEUE_CHART_VERSIONS"].split()[0]):
+        pinned = {"properties": {"extensionType": "microsoft.kueue", "version": version,
+                                 "autoUpgradeMinorVersion": False}}
+        with pytest.raises(HttpResponseError):
+            azure["ext"].extensions.begin_create(*ext_args(azure), pinned).result()
+        props = azure["ext"].extensions.get(*ext_args(azure)).properties
+        assert props.provisioning_state == "Failed" and "Version '%s'" % version in props.error_info.message
+        assert "Available versions: %s." % ", ".join(os.environ["KUEUE_EXTENSION_VERSIONS"].split()) \
+            in props.error_info.message
     azure["ext"].extensions.begin_delete(*ext_args(azure)).result()
     assert crds(kube) == []  # nothing was installed, nothing to remove
 

@@ -179,20 +179,21 @@ def test_install_idempotent_check_diff_settings_credentials_uninstall(cluster, k
 
 def test_pinned_version_then_release_train(cluster, kube, arm, no_extension):
     ctl = no_extension
-    newest, previous = os.environ["KUEUE_CHART_VERSIONS"].split()[:2]
+    # The versions in AKS's form (0.19.2-aks.0.4.4), each installing the Kueue chart of the same core version.
+    newest, previous = os.environ["KUEUE_EXTENSION_VERSIONS"].split()[:2]
     pinned = ext_args(version="v" + previous)
     first = run(pinned)
     assert first.rc == 0, first.stdout[-3000:]
     # The preflight read what the release train offers the cluster (ExtensionTypes_ClusterListVersions).
     assert first.result("Manage the Kueue extension")["preflight"]["offered_versions"] == \
-        os.environ["KUEUE_CHART_VERSIONS"].split()
+        os.environ["KUEUE_EXTENSION_VERSIONS"].split()
     props = first.result("Manage the Kueue extension")["extension"]["properties"]
     # A pin is sent with autoUpgradeMinorVersion=false (the API refuses a version otherwise), mode none.
     assert props["version"] == previous and props["currentVersion"] == previous
     assert props["autoUpgradeMinorVersion"] is False and props["autoUpgradeMode"] == "none"
     apps = client.AppsV1Api(kube)
     image = apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system").spec.template.spec.containers[0].image
-    assert image.endswith(":v" + previous), image
+    assert image.endswith(":v" + previous.split("-aks.")[0]), image
     assert run(pinned).changed == 0
 
     ctl.clear_requests()
@@ -211,7 +212,7 @@ def test_version_the_train_does_not_offer_fails_before_any_write(arm, no_extensi
     """A well-formed version that ARM does not offer the cluster, or a release train offering nothing, fails in
     the preflight (check mode too), naming the option and what is offered; nothing is written to ARM."""
     ctl = no_extension
-    newest, previous = os.environ["KUEUE_CHART_VERSIONS"].split()[:2]
+    newest, previous = os.environ["KUEUE_EXTENSION_VERSIONS"].split()[:2]
     ctl.offers({"preview": [previous], "stable": []})
     for check in (True, False):
         res = run(ext_args(version=newest), check=check)

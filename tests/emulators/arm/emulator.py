@@ -12,6 +12,8 @@ import urllib.request
 import uuid
 
 from tests.harness import pki
+
+from .kube import ExtensionInstaller
 from tests.harness.cluster import REPO, Cluster, HarnessError, free_port, pid_alive, run_dir, stop_pid
 
 MARKER = "tests.emulators.arm.server"
@@ -116,7 +118,9 @@ class ArmEmulator:
         return True
 
     def env(self) -> dict:
-        """What a playbook or test needs to reach the emulator (the azure.azcollection names)."""
+        """What a playbook or test needs to reach the emulator (the azure.azcollection names), and the versions of
+        microsoft.kueue it offers, in AKS's form, newest first (KUEUE_EXTENSION_VERSIONS: the chart versions of
+        KUEUE_CHART_VERSIONS as 0.19.2-aks.0.4.4)."""
         cfg = self.config
         return {
             "AZURE_SUBSCRIPTION_ID": cfg["subscription_id"],
@@ -128,4 +132,5 @@ class ArmEmulator:
             "AZURE_CA_BUNDLE": self.ca_path,
             "AKS_RESOURCE_GROUP": cfg["resource_group"],
             "AKS_CLUSTER_NAME": cfg["cluster_name"],
+            "KUEUE_EXTENSION_VERSIONS": " ".join(ExtensionInstaller(self.folder).extension_versions()),
         }

@@ -40,6 +40,22 @@ EXTENSION_TYPE = "microsoft.kueue"
 EXTENSION_CONFIG_GROUP = "aks.clusterconfig.azure.com"
 EXTENSION_CONFIG_VERSION = "v1beta1"
 EXTENSION_CONFIG_CRD = "extensionconfigs." + EXTENSION_CONFIG_GROUP
+# AKS publishes microsoft.kueue versions in its own form, <Kueue chart version>-aks.<packaging> (for example
+# 0.19.6-aks.0.4.4: Kueue 0.19.6, AKS's packaging 0.4.4). The emulator offers every chart version of the local
+# registry with this one packaging suffix.
+AKS_PACKAGING = "aks.0.4.4"
+
+
+def extension_version(chart_version: str) -> str:
+    """The AKS form of a Kueue chart version: 0.19.2 -> 0.19.2-aks.0.4.4."""
+    return "%s-%s" % (chart_version, AKS_PACKAGING)
+
+
+def chart_version(ext_version: str) -> str | None:
+    """The Kueue chart version an extension version installs (0.19.2-aks.0.4.4 -> 0.19.2); None for a version not
+    in the AKS form."""
+    core, sep, packaging = ext_version.partition("-")
+    return core if sep and packaging == AKS_PACKAGING else None
 
 
 class KubeError(RuntimeError):
@@ -110,6 +126,10 @@ class ExtensionInstaller:
         versions = self.cluster.state.get("chart_versions") or []
         return sorted(versions, key=lambda v: tuple(int(x) for x in v.split("-")[0].split(".")), reverse=True)
 
+    def extension_versions(self) -> list[str]:
+        """The microsoft.kueue versions, in AKS's form, of the chart versions in the local registry, newest first."""
+        return [extension_version(v) for v in self.chart_versions()]
+
     def managers(self) -> list[dict]:
         """Every kueue-controller-manager Deployment in the cluster, in any namespace."""
         sel = urllib.parse.quote("metadata.name=" + MANAGER)
@@ -128,14 +148,18 @@ class ExtensionInstaller:
 
     def install(self, release: str, namespace: str, version: str, settings: dict, protected: dict,
                 timeout: float = 300) -> None:
-        """helm upgrade --install the chart, then the extension Deployment; wait until both are ready."""
+        """helm upgrade --install the chart of extension version `version` (AKS's form: 0.19.2-aks.0.4.4 installs
+        the chart 0.19.2), then the extension Deployment; wait until both are ready."""
+        chart = chart_version(version)
+        if chart is None:
+            raise KubeError("%s is not a microsoft.kueue version (expected <chart version>-%s)" % (version, AKS_PACKAGING))
         # A namespace still terminating (an extension deleted just before) refuses new objects: let it go.
         deadline = time.time() + 120
         while (self.kube.get("/api/v1/namespaces/" + namespace) or {}).get("metadata", {}).get("deletionTimestamp"):
             if time.time() > deadline:
                 raise KubeError("namespace %s is still terminating after 120s" % namespace)
             time.sleep(1)
-        args = ["upgrade", "--install", release, self.cluster.chart_ref, "--version", version, "--plain-http",
+        args = ["upgrade", "--install", release, self.cluster.chart_ref, "--version", chart, "--plain-http",
                 "-n", namespace, "--create-namespace", "--wait", "--timeout", "%ds" % timeout]
         for key, value in sorted(settings.items()):
             args += ["--set", "%s=%s" % (key, value)]
@@ -148,9 +172,9 @@ class ExtensionInstaller:
         finally:
             os.unlink(handle.name)
         if proc.returncode != 0:
-            raise KubeError("helm install of the Kueue chart %s failed: %s" % (version, proc.stderr.strip()[-800:]))
+            raise KubeError("helm install of the Kueue chart %s failed: %s" % (chart, proc.stderr.strip()[-800:]))
         self.apply_extension_deployment(namespace, version)
-        self.apply_extension_config(release, namespace, version)
+        self.apply_extension_config(release, namespace, version, chart)
         deadline = time.time() + timeout
         while not self.ready(namespace):
             if time.time() > deadline:
@@ -210,7 +234,7 @@ class ExtensionInstaller:
         return "/apis/%s/%s/namespaces/%s/extensionconfigs" % (EXTENSION_CONFIG_GROUP, EXTENSION_CONFIG_VERSION,
                                                                namespace)
 
-    def apply_extension_config(self, release: str, namespace: str, version: str) -> None:
+    def apply_extension_config(self, release: str, namespace: str, version: str, chart: str) -> None:
         """The extension manager's record of the instance (spec and status in one object: the emulated CRD has
         no status subresource)."""
         self.ensure_extension_config_crd()
@@ -219,7 +243,7 @@ class ExtensionInstaller:
             "metadata": {"name": release, "namespace": namespace},
             "spec": {"extensionType": EXTENSION_TYPE, "version": version},
             "status": {"status": "Installed", "extensionState": "Installed",
-                       "helmReleaseStatus": {"lastReleaseStatus": "deployed", "installedChartVersion": version}}})
+                       "helmReleaseStatus": {"lastReleaseStatus": "deployed", "installedChartVersion": chart}}})
 
     # ------------------------------------------------------------ uninstall
     def kueue_crds(self) -> list[dict]:

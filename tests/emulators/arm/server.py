@@ -310,11 +310,12 @@ class Emulator:
 
     def offered(self, train: str | None) -> list[str]:
         """The versions of microsoft.kueue offered in release train `train` (ARM's default: stable), newest
-        first: every Kueue chart version of the local registry in both trains, unless a test narrowed them."""
+        first, in AKS's form (0.19.2-aks.0.4.4): every Kueue chart version of the local registry in both trains,
+        unless a test narrowed them."""
         train = (train or "stable").lower()
         if train not in RELEASE_TRAINS:
             return []
-        versions = self.installer.chart_versions()
+        versions = self.installer.extension_versions()
         if train in self.offers:
             return [v for v in versions if v in self.offers[train]]
         return versions
