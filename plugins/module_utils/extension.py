@@ -103,7 +103,8 @@ def validate_params(params):
     version = params.get('version')
     if version is not None and versions.parse(version, patch=True) is None:
         raise KueueOpsError('%r is not a version of the extension' % version, field='version',
-                            fix='give an exact version such as 0.14.2 (see the extension type\'s versions with '
+                            fix='give an exact version in AKS\'s form such as 0.19.6-aks.0.4.4 (see the extension '
+                                'type\'s versions with '
                                 '`az k8s-extension extension-types list-versions-by-cluster`), or omit it to '
                                 'follow release_train')
     mode = params.get('auto_upgrade_mode')
@@ -432,9 +433,14 @@ def version_offer_error(params, offered, cluster_name):
                                  'k8s-extension extension-types list-versions-by-cluster`)' % ' or '.join(RELEASE_TRAINS))
     version = normalize_version(params.get('version'))
     if version and version not in offered:
+        same = versions.same_release(offered, version)
+        fix = 'pin one of the offered versions, or omit version to follow the release train'
+        if same:
+            # A chart version (0.19.2) or another packaging of the same Kueue release: name the one ARM offers.
+            fix = 'pin %s (Kueue %s as the release train offers it), or omit version to follow the release train' % (
+                same[0], '%d.%d.%d' % versions.parse(version).core)
         return KueueOpsError('%s is not a version of %s offered to cluster %s in release train %s (offered: %s)' % (
-            version, ext_type, cluster_name, train, ', '.join(offered)), field='version',
-            fix='pin one of the offered versions, or omit version to follow the release train')
+            version, ext_type, cluster_name, train, ', '.join(offered)), field='version', fix=fix)
     return None
 
 

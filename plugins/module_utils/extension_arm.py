@@ -80,6 +80,9 @@ def check_run(params, no_log):
                             fix='add no_log: true to the task, or write it to a 0600 file with kubeconfig_dest')
     if params['timeout'] <= 0:
         raise KueueOpsError('must be positive', field='timeout', fix='give the seconds to wait, for example 900')
+    if params.get('list_versions') and params['state'] == 'absent':
+        raise KueueOpsError('the offered versions are listed for state=present only', field='list_versions',
+                            fix='remove list_versions, or use state=present (with check mode to change nothing)')
     x.validate_params(params)
 
 
@@ -186,6 +189,7 @@ class KueueExtension(ModuleRun):
         self.secrets = secrets_of(params)
         self.deadline = None
         self._kubeconfig_bytes = None
+        self._offered = ()  # () until listed; then the list, or None when it could not be read
 
     # ------------------------------------------------------------------ ARM
     def connect(self):
@@ -343,8 +347,14 @@ class KueueExtension(ModuleRun):
         return sorted('%s/%s' % item for item in managers), x.unmanaged_kueue(managers, extension_ns)
 
     def offered_versions(self):
-        """The versions ARM offers the cluster in release_train (ExtensionTypes_ClusterListVersions, every page);
-        None, with a warning, when they cannot be listed: ARM then checks the version when the extension is written."""
+        """The versions ARM offers the cluster in release_train (ExtensionTypes_ClusterListVersions, every page), read
+        once per run; None, with a warning, when they cannot be listed: ARM then checks the version when the extension
+        is written."""
+        if self._offered == ():
+            self._offered = self._list_offered_versions()
+        return self._offered
+
+    def _list_offered_versions(self):
         p = self.p
         url = x.extension_type_versions_url(self.subscription_id, p['resource_group'], p['cluster_name'],
                                             p['extension_type'], p['release_train'])
@@ -414,9 +424,21 @@ class KueueExtension(ModuleRun):
             return dict(before=before, after=after)
         return None
 
+    def list_versions(self):
+        """list_versions: the offered versions whatever the run changes, and a pinned version they do not hold
+        refused before anything is written."""
+        offered = self.offered_versions()
+        if offered is not None:
+            offer = x.version_offer_error(self.p, offered, self.p['cluster_name'])
+            if offer:
+                raise offer
+        return offered
+
     def present(self, cluster, current):
         p = self.p
         result = dict(changed=False, operation='none', changes=[], preflight={'ran': False})
+        if p['list_versions']:
+            result['offered_versions'] = self.list_versions()
         before = x.diff_view(extension=current) if current is not None else {}
         operation, changes = present_plan(p, current)
         result['changes'] = changes
@@ -428,6 +450,8 @@ class KueueExtension(ModuleRun):
                 result['diff'] = diff
             if p['preflight']:
                 result['preflight'] = self.preflight(cluster, check_versions=check_versions_needed(operation, changes))
+                if 'offered_versions' in result['preflight']:
+                    result['offered_versions'] = result['preflight']['offered_versions']
             if not self.check_mode:
                 current = self.write(operation, current, changes)
         elif p['wait'] and not self.check_mode and not x.is_ready(current):

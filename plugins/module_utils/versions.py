@@ -50,3 +50,13 @@ def parse(text, patch=False):
         return None
     return Version(int(major), int(minor), None if patch_number is None else int(patch_number), separator or '',
                    suffix or '')
+
+
+def same_release(candidates, version):
+    """The versions of ``candidates`` that are the same Kueue release as ``version`` (equal ``core``), in their
+    order: the chart version ``0.19.2`` and the extension's ``0.19.2-aks.0.4.4`` are one release. [] when
+    ``version`` is not a version."""
+    wanted = parse(version)
+    if wanted is None:
+        return []
+    return [c for c in candidates if parse(c) is not None and parse(c).core == wanted.core]

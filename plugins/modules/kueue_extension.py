@@ -86,8 +86,12 @@ options:
     default: preview
   version:
     description:
-      - Pin this exact extension version (for example V(0.14.2)). ARM requires C(autoUpgradeMinorVersion=false) for a
+      - Pin this exact extension version, in AKS's own form C(<Kueue version>-aks.<packaging>) as the release train
+        lists it (for example V(0.19.6-aks.0.4.4), Kueue 0.19.6). ARM requires C(autoUpgradeMinorVersion=false) for a
         pinned version, which the module sends. Omit to follow O(release_train).
+      - A version the release train does not offer is refused by the preflight (and by O(list_versions)) before
+        anything is written; for a bare Kueue version (V(0.19.6)) the message names the offered version of that
+        Kueue release.
     type: str
   auto_upgrade_mode:
     description:
@@ -151,6 +155,15 @@ options:
         only when a check is known to be wrong for your cluster.
     type: bool
     default: true
+  list_versions:
+    description:
+      - List the versions of O(extension_type) that ARM offers the cluster in O(release_train)
+        (C(ExtensionTypes_ClusterListVersions)) on every run, whether or not the extension changes, and return them as
+        RV(offered_versions); a pinned O(version) they do not hold is refused before anything is written, as the
+        preflight does. With check mode this reads what an upgrade can choose from and changes nothing.
+      - Only with O(state=present).
+    type: bool
+    default: false
   kubeconfig_dest:
     description:
       - Write the cluster's kubeconfig (from C(listClusterUserCredential), or C(listClusterAdminCredential) with
@@ -216,7 +229,7 @@ EXAMPLES = r"""
   kueueops.aks.kueue_extension:
     resource_group: rg-batch
     cluster_name: aks-batch
-    version: 0.14.2
+    version: 0.19.6-aks.0.4.4
     auto_upgrade_mode: patch
     configuration_settings:
       controllerManager.featureGates.TopologyAwareScheduling: true
@@ -231,6 +244,15 @@ EXAMPLES = r"""
     secret: "{{ sp_secret }}"
     tenant: "{{ sp_tenant }}"
     subscription_id: "{{ subscription_id }}"
+
+- name: List the versions the release train offers the cluster, changing nothing
+  kueueops.aks.kueue_extension:
+    resource_group: rg-batch
+    cluster_name: aks-batch
+    preflight: false
+    list_versions: true
+  check_mode: true
+  register: kueue_offer
 
 - name: Return the kubeconfig as a value instead of a file
   kueueops.aks.kueue_extension:
@@ -257,7 +279,8 @@ extension:
     - In check mode, the extension as it is (not as it would be).
   returned: when the extension exists after the run
   type: dict
-  sample: {name: kueue, properties: {extensionType: microsoft.kueue, releaseTrain: preview, currentVersion: 0.14.2,
+  sample: {name: kueue, properties: {extensionType: microsoft.kueue, releaseTrain: preview,
+                                     currentVersion: 0.19.6-aks.0.4.4,
            provisioningState: Succeeded, extensionState: Available, scope: {cluster: {releaseNamespace: kueue-system}}}}
 operation:
   description: What the module did (or would do in check mode).
@@ -280,7 +303,17 @@ preflight:
   returned: when O(state=present)
   type: dict
   sample: {ran: true, kubernetes_version: 1.34.2, sku: Base, node_provisioning_mode: Manual, location: westeurope,
-           offered_versions: [0.14.2, 0.14.1], kueue_deployments: []}
+           offered_versions: [0.19.6-aks.0.4.4, 0.18.2-aks.0.4.4], kueue_deployments: []}
+offered_versions:
+  description:
+    - The versions of O(extension_type) that ARM offers the cluster in O(release_train), newest first as ARM lists them
+      (AKS's form, C(<Kueue version>-aks.<packaging>)), whenever the module listed them; with O(list_versions) on every
+      run, otherwise when the preflight checked them (on create, or when the version or the release train changes).
+    - Null when they could not be listed (see the warnings).
+  returned: when the module listed them
+  type: list
+  elements: str
+  sample: [0.19.6-aks.0.4.4, 0.18.2-aks.0.4.4]
 kubeconfig_path:
   description: The path the kubeconfig was written to (or would be, in check mode).
   returned: when O(kubeconfig_dest) is set and O(state=present)
@@ -327,6 +360,7 @@ def main():
         timeout=dict(type='int', default=900, aliases=['wait_timeout']),
         force_delete=dict(type='bool', default=False),
         preflight=dict(type='bool', default=True),
+        list_versions=dict(type='bool', default=False),
         kubeconfig_dest=dict(type='path'),
         return_kubeconfig=dict(type='bool', default=False),
         admin_credentials=dict(type='bool', default=False),

@@ -407,6 +407,18 @@ def test_version_offer_error_names_the_option_and_the_offer(params, offered, fie
     assert all(w in err.message() for w in words), err.message()
 
 
+def test_version_offer_error_names_the_offered_form_of_the_same_kueue_release():
+    offered = ['0.19.2-aks.0.4.4', '0.18.4-aks.0.4.4']
+    for pinned in ('0.19.2', '0.19.2-aks.9.9.9'):
+        err = x.version_offer_error(dict(version=pinned, release_train='preview'), offered, 'aks')
+        assert err.field == 'version' and '(offered: 0.19.2-aks.0.4.4, 0.18.4-aks.0.4.4)' in err.message()
+        assert err.fix == ('pin 0.19.2-aks.0.4.4 (Kueue 0.19.2 as the release train offers it), or omit version to '
+                           'follow the release train'), err.fix
+    err = x.version_offer_error(dict(version='0.16.0-aks.0.4.4', release_train='preview'), offered, 'aks')
+    assert err.fix == 'pin one of the offered versions, or omit version to follow the release train'
+    assert x.version_offer_error(dict(version='0.18.4-aks.0.4.4', release_train='preview'), offered, 'aks') is None
+
+
 @pytest.mark.parametrize('version', [None, '0.14.1', 'v0.14.1', ' 0.14.1 '])
 def test_version_offer_error_accepts_offered_or_unpinned(version):
     assert x.version_offer_error(dict(version=version, release_train='preview'), ['0.14.2', '0.14.1'], 'aks') is None

@@ -55,6 +55,36 @@ def test_check_run():
     with pytest.raises(KueueOpsError) as err:
         ea.check_run(params(name='Bad Name'), no_log=False)
     assert err.value.field == 'name'  # then validate_params
+    with pytest.raises(KueueOpsError) as err:
+        ea.check_run(params(state='absent', list_versions=True), no_log=False)
+    assert err.value.field == 'list_versions' and 'state=present' in err.value.fix
+    ea.check_run(params(list_versions=True), no_log=False)
+
+
+class Listing(ea.KueueExtension):
+    """KueueExtension with the ARM list replaced: counts the lists it sends."""
+
+    def __init__(self, offered, **kw):
+        super().__init__(params(list_versions=True, **kw), check_mode=True)
+        self.offer, self.lists = offered, 0
+
+    def _list_offered_versions(self):
+        self.lists += 1
+        return self.offer
+
+
+def test_list_versions_lists_once_and_refuses_a_version_not_offered():
+    run = Listing(['0.19.2-aks.0.4.4', '0.18.4-aks.0.4.4'], version='0.19.2-aks.0.4.4')
+    assert run.list_versions() == ['0.19.2-aks.0.4.4', '0.18.4-aks.0.4.4']
+    assert run.offered_versions() == run.list_versions() and run.lists == 1  # the preflight reuses the list
+    with pytest.raises(KueueOpsError) as err:
+        Listing(['0.19.2-aks.0.4.4'], version='0.16.0-aks.0.4.4').list_versions()
+    assert err.value.field == 'version' and 'offered: 0.19.2-aks.0.4.4' in err.value.message()
+    with pytest.raises(KueueOpsError) as err:
+        Listing([]).list_versions()
+    assert err.value.field == 'release_train'
+    unreadable = Listing(None, version='0.16.0-aks.0.4.4')  # not listed (warned): ARM checks the version
+    assert unreadable.list_versions() is None and unreadable.offered_versions() is None and unreadable.lists == 1
 
 
 # ---- the plan of state=present ---------------------------------------------------

@@ -56,3 +56,12 @@ def test_the_readers_agree():
     with pytest.raises(KueueOpsError) as err:
         HelmRunner(lambda args, **_kw: (0, 'v3.19', ''), '/usr/bin/helm')
     assert err.value.field == 'binary_path' and 'cannot tell the version of helm' in str(err.value)
+
+
+def test_same_release_matches_the_chart_and_the_extension_forms():
+    offered = ['0.19.2-aks.0.4.4', '0.18.4-aks.0.4.4', '0.19.2-aks.0.4.5']
+    assert versions.same_release(offered, '0.19.2') == ['0.19.2-aks.0.4.4', '0.19.2-aks.0.4.5']
+    assert versions.same_release(offered, 'v0.18.4-aks.9.9.9') == ['0.18.4-aks.0.4.4']
+    assert versions.same_release(['0.19.2', '0.18.4'], '0.19.2-aks.0.4.4') == ['0.19.2']  # and back
+    assert versions.same_release(offered, '0.16.0') == [] and versions.same_release(offered, 'latest') == []
+    assert versions.same_release(['x', '0.19.2'], '0.19.2') == ['0.19.2']
