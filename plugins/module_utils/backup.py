@@ -749,7 +749,11 @@ def compare_with_live(api_client, params, path):
     backup, converted to the version the cluster serves now (queues.convert), against the live one,
     normalised the same way; and the Workloads counted now against the manifest's. Reads only. Returns
     ``{'matches', 'differences', 'workloads', 'workloads_before', 'lost_workloads'}``."""
-    manifest = verify_backup(path)
+    try:
+        manifest = verify_backup(path)
+    except BackupError as exc:
+        exc.field = 'compare_path'
+        raise
     backup_objects = load_objects(path, manifest)
     exporter = Exporter(api_client, params['kueue_namespace'])
     exporter.discover()

@@ -237,14 +237,15 @@ def _text(value):
     return str(value)
 
 
-def inventory_problems(hops, inventory):
-    """The inventory's gates and integrations against every hop's release (each hop renders them)."""
+def inventory_problems(hops, inventory, target):
+    """The inventory's gates and integrations against every hop's release (each hop renders them), or against
+    the target when there is no hop (an up-to-date cluster: a typo in the inventory is still a typo)."""
     problems = []
-    for hop in hops:
-        for text in catalog.validate_feature_gates(hop.target, inventory.get('feature_gates') or {}):
-            problems.append('kueue_feature_gates at hop %s: %s' % (hop.target, text.rstrip('.')))
-        for text in catalog.validate_integrations(hop.target, inventory.get('integrations')):
-            problems.append('kueue_integrations at hop %s: %s' % (hop.target, text.rstrip('.')))
+    for release in [hop.target for hop in hops] or [target]:
+        for text in catalog.validate_feature_gates(release, inventory.get('feature_gates') or {}):
+            problems.append('kueue_feature_gates at %s: %s' % (release, text.rstrip('.')))
+        for text in catalog.validate_integrations(release, inventory.get('integrations')):
+            problems.append('kueue_integrations at %s: %s' % (release, text.rstrip('.')))
     return problems
 
 
@@ -273,7 +274,7 @@ def build(current, target, published, stored, inventory, live, objects_v1beta1=(
         plan['actions'].extend(minor_actions(prev, rec, inventory, live))
         prev = rec
     refusals.extend(a['text'] for a in plan['actions'] if a['severity'] == REFUSED)
-    refusals.extend(inventory_problems(hops, inventory))
+    refusals.extend(inventory_problems(hops, inventory, target))
     if convert is not None and objects_v1beta1 and any(h.migrate for h in hops):
         for text in lost_fields(objects_v1beta1, 'v1beta1', catalog.catalog_for(target).kueue_api_storage,
                                 convert):

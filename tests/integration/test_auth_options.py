@@ -249,6 +249,10 @@ def test_every_option_through_the_groups_check_and_diff_mode_and_the_proxy(
         "kueue_info": {},
         "kueue_extension": {"resource_group": azure["AKS_RESOURCE_GROUP"], "cluster_name": azure["AKS_CLUSTER_NAME"],
                             "preflight": False, "wait_timeout": 60},
+        # the installed version as the target: an up-to-date plan, read through the groups and the proxy
+        "kueue_upgrade_plan": {"chart_ref": os.environ["KUEUE_CHART_REF"], "target_version": chart_version,
+                               "plain_http": True},
+        "kueue_storage_migration": {"page_size": 50},
     }
     modules = sorted(f[:-3] for f in os.listdir(os.path.join(rbac.REPO, "plugins", "modules")) if f.endswith(".py"))
     assert sorted(tasks) == modules

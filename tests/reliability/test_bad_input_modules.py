@@ -99,6 +99,12 @@ def helm_args(**kw):
     return args
 
 
+def plan_args(**kw):
+    args = {"chart_ref": "{chart_ref}", "plain_http": True}
+    args.update(kw)
+    return args
+
+
 def ext_args(**kw):
     args = {"resource_group": os.environ.get("AKS_RESOURCE_GROUP", "kueueops-rg"),
             "cluster_name": os.environ.get("AKS_CLUSTER_NAME", "kueueops-aks"), "timeout": 60}
@@ -506,6 +512,47 @@ CASES = [
          {"args": helm_args(proxy="http://127.0.0.1:9", proxy_headers={"user_agent": "corpus/1"})}),
     Case("helm-wait-timeout-alias-zero", "kueue_helm", ["timeout"], ["timeout: 300"],
          {"args": helm_args(wait_timeout=0)}),
+    # ---- the upgrade's options (issue 15): kueue_helm's rollback, kueue_backup's compare, the plan, the migration
+    Case("helm-rollback-without-revision", "kueue_helm", ["rollback_revision", "state is rolled_back"], ["missing"],
+         {"args": helm_args(state="rolled_back")}),
+    Case("helm-rollback-revision-with-present", "kueue_helm", ["rollback_revision", "only to state=rolled_back"],
+         ["set state: rolled_back"], {"args": helm_args(rollback_revision=1)}),
+    Case("helm-rollback-revision-zero", "kueue_helm", ["rollback_revision", "got 0"], ["helm history lists"],
+         {"args": helm_args(state="rolled_back", rollback_revision=0)}),
+    Case("helm-rollback-revision-unknown", "kueue_helm", ["rollback_revision", "no revision 99"],
+         ["helm history lists"], {"args": helm_args(state="rolled_back", rollback_revision=99)}),
+    Case("helm-rollback-revision-not-int", "kueue_helm", ["rollback_revision", "previous"], ["int"],
+         {"args": helm_args(state="rolled_back", rollback_revision="previous")}),
+    Case("backup-compare-path-missing", "kueue_backup", ["compare_path", "/nonexistent/backup"],
+         ["give the path of a backup folder"], {"args": {"compare_path": "/nonexistent/backup"}}),
+    Case("backup-compare-path-with-dest", "kueue_backup", ["dest", "compare_path"], ["mutually exclusive"],
+         {"args": {"dest": "{tmp}/b4", "compare_path": "{tmp}/b5"}}),
+    Case("upgrade-plan-target-not-a-version", "kueue_upgrade_plan", ["target_version", "'0.19'"],
+         ["exact version such as 0.19.2", "latest"], {"args": plan_args(target_version="0.19")}),
+    Case("upgrade-plan-target-not-published", "kueue_upgrade_plan", ["target_version", "0.18.0"],
+         ["published"], {"args": plan_args(target_version="0.18.0")}),
+    Case("upgrade-plan-downgrade", "kueue_upgrade_plan", ["target_version", "0.17.0 is older than the installed 0.19.2"],
+         ["Fix:"], {"args": plan_args(target_version="0.17.0")}),
+    Case("upgrade-plan-current-version-on-helm", "kueue_upgrade_plan", ["current_version", "Helm release"],
+         ["remove current_version"], {"args": plan_args(current_version="0.15.0")}),
+    Case("upgrade-plan-chart-ref-not-oci", "kueue_upgrade_plan", ["chart_ref", "not an oci:// reference"],
+         ["oci://REGISTRY/REPO/kueue"], {"args": plan_args(chart_ref="/nonexistent/kueue-chart")}),
+    Case("upgrade-plan-no-release", "kueue_upgrade_plan", ["release_name", "no Helm release corpus-none"],
+         ["name its release in release_name"], {"args": plan_args(release_name="corpus-none")}),
+    Case("upgrade-plan-unknown-gate", "kueue_upgrade_plan", ["feature_gates", "NoSuchGate"], ["Fix:"],
+         {"args": plan_args(feature_gates={"NoSuchGate": True})}),
+    Case("upgrade-plan-extension-without-current", "kueue_upgrade_plan", ["current_version", "None"],
+         ["the version kueue_extension reports"], {"args": {"install_method": "extension"}}),
+    Case("upgrade-plan-extension-offers-not-versions", "kueue_upgrade_plan", ["available_versions", "newest"],
+         ["as ARM lists them"], {"args": {"install_method": "extension", "current_version": "0.19.2-aks.0.4.4",
+                                          "available_versions": ["0.19.2-aks.0.4.4", "newest"]}}),
+    Case("upgrade-plan-install-method-invalid", "kueue_upgrade_plan", ["install_method", "operator"],
+         ["helm, extension"], {"args": plan_args(install_method="operator")}),
+    Case("migration-page-size-zero", "kueue_storage_migration", ["page_size", "got 0"], ["for example 500"],
+         {"args": {"page_size": 0}}),
+    Case("migration-unknown-crd", "kueue_storage_migration", ["crds", "nosuch.kueue.x-k8s.io"], ["Fix:"],
+         {"args": {"crds": ["nosuch.kueue.x-k8s.io"]}}),
+    Case("migration-timeout-zero", "kueue_storage_migration", ["timeout"], ["Fix:"], {"args": {"timeout": 0}}),
 ]
 
 

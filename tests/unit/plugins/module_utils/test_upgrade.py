@@ -100,3 +100,14 @@ def test_up_to_date_plan_and_its_lines():
     plan = upgrade.build("0.19.2", "0.19.2", LOCAL.get, {"v1beta2"}, {}, {})
     assert plan["up_to_date"] and not plan["migrate_first"] and plan["hops"] == []
     assert "nothing to upgrade" in upgrade.lines(plan)[0]
+
+
+def test_the_inventory_is_checked_against_every_hop_and_against_the_target_when_up_to_date():
+    gates = {"feature_gates": {"NoSuchGate": True}}
+    up_to_date = upgrade.build("0.19.2", "0.19.2", LOCAL.get, {"v1beta2"}, gates, {})
+    assert [r for r in up_to_date["refusals"] if "NoSuchGate" in r and r.startswith("kueue_feature_gates at 0.19.2")]
+    two_hops = upgrade.build("0.15.0", "0.19.2", LOCAL.get, {"v1beta1"}, gates, {})
+    assert sorted(r.split(":")[0] for r in two_hops["refusals"] if "NoSuchGate" in r) == [
+        "kueue_feature_gates at 0.17.0", "kueue_feature_gates at 0.19.2"]
+    assert upgrade.build("0.19.2", "0.19.2", LOCAL.get, {"v1beta2"}, {"integrations": ["batch/job"]}, {})[
+        "refusals"] == []
