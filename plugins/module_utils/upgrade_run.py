@@ -87,8 +87,12 @@ class Planner(ModuleRun):
                                     fix='check the release train (kueue_extension_release_train)')
             target = offered[-1]
         elif offered and target not in offered:
+            same = versions.same_release(offered, target)
             raise KueueOpsError('the release train does not offer %s (it offers %s)' % (target, ', '.join(offered)),
-                                field='target_version', fix='give one of the offered versions, or latest')
+                                field='target_version',
+                                fix=('give %s, Kueue %s as the release train offers it, or latest' % (
+                                    same[-1], '%d.%d.%d' % versions.parse(target).core)) if same else
+                                'give one of the offered versions, or latest')
 
         def published(minor):
             return next((v for v in reversed(offered) if versions.parse(v).minor_text == minor), None)

@@ -12,6 +12,10 @@ every Kubernetes task reaches the cluster with the credentials the role fetches 
 * each path's options are refused on the other before anything is sent (ARM request log, Helm storage);
 * uninstall.yml backs up (aks-* left out), deletes the extension (every Kueue object gone, queued Jobs stay
   suspended); restore.yml reinstalls the extension and restores: every object as it was, Jobs admitted;
+* upgrade.yml on the extension (playbooks/inventory/local-extension.yml): the extension pinned at 0.18.4-aks.0.4.4
+  (AKS's version form) with queues and Workloads; targets the release train does not offer and a downgrade refused
+  before any ARM write; check mode prints the plan and writes nothing; the run pins 0.19.2-aks.0.4.4 with
+  auto_upgrade_mode none, verifies, matches the backup, keeps every Workload by uid; a re-run changes nothing;
 * migrate.yml: refused when the target's preflight fails (AKS Automatic) or the cluster is already on the target;
   Helm -> extension with the queues intact; extension -> Helm with the aks-* objects carried over.
 """
@@ -35,6 +39,8 @@ UNINSTALL = os.path.join(REPO, "playbooks", "uninstall.yml")
 RESTORE = os.path.join(REPO, "playbooks", "restore.yml")
 MIGRATE = os.path.join(REPO, "playbooks", "migrate.yml")
 CONFIGURE = os.path.join(REPO, "playbooks", "configure_queues.yml")
+UPGRADE = os.path.join(REPO, "playbooks", "upgrade.yml")
+EXTENSION_INVENTORY = os.path.join(REPO, "playbooks", "inventory", "local-extension.yml")
 QUEUES_VARS = os.path.join(REPO, "playbooks", "vars", "queues.yml")
 CONFIG = yaml.safe_load(open(QUEUES_VARS))["kueue_resources"]
 # A queue on the flavor the extension owns: queue configuration may reference aks- objects.
@@ -344,6 +350,113 @@ def test_uninstall_then_restore_with_reinstall_on_the_extension(clean, arm_contr
     wait_for("ep-waiting to be admitted", lambda: not suspended(kube, "team-vision", "ep-waiting"), timeout=120)
     assert suspended(kube, "team-nlp", "ep-queued")
     for ns, name in (("team-vision", "ep-waiting"), ("team-nlp", "ep-queued")):
+        batch.delete_namespaced_job(name, ns, propagation_policy="Background")
+    wait_no_workloads(kube)
+
+
+def generations(kube):
+    """{(plural, namespace, name): metadata.generation} of every Kueue configuration object (a spec write bumps it)."""
+    custom = client.CustomObjectsApi(kube)
+    return dict(((plural, i["metadata"].get("namespace", ""), i["metadata"]["name"]), i["metadata"].get("generation"))
+                for plural in PLURALS.values()
+                for i in custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural)["items"])
+
+
+def workload_states(kube, namespaces=TEAMS):
+    """{uid: admitted} of every Workload in `namespaces`."""
+    out = {}
+    for ns in namespaces:
+        for w in workloads(kube, ns):
+            out[w["metadata"]["uid"]] = any(c["type"] == "Admitted" and c["status"] == "True"
+                                            for c in (w.get("status") or {}).get("conditions") or [])
+    return out
+
+
+def test_upgrade_the_extension_hop_by_hop_on_its_own_version_form(clean, arm, arm_control, tmp_path):
+    """upgrade.yml with the shipped extension inventory: from the extension pinned at 0.18.4-aks.0.4.4 (AKS's version
+    form; the emulator installs the chart 0.18.4) to 0.19.2-aks.0.4.4. Bad targets first, refused before any write to
+    ARM or the cluster; check mode (the plan only); the upgrade (one PATCH pinning the target with auto_upgrade_mode
+    none, verified, compared with the backup, the Workloads kept by uid); a re-run with nothing changed."""
+    kube = clean
+    started = time.monotonic()
+    newest, older = os.environ["KUEUE_EXTENSION_VERSIONS"].split()[:2]
+    assert (newest, older) == ("0.19.2-aks.0.4.4", "0.18.4-aks.0.4.4")
+    _reset(kube)
+    site = run(SITE, EXTENSION_INVENTORY, {"kueue_resources": CONFIG + AKS_QUEUE, "kueue_create_namespaces": True,
+                                           "kueue_extension_version": older})
+    assert site.rc == 0, site.stdout[-3000:]
+    props = arm_control.extensions()[0]["properties"]
+    assert (props["version"], props["currentVersion"]) == (older, older)
+    batch = client.BatchV1Api(kube)
+    for index in range(2):
+        batch.create_namespaced_job("team-vision", queued_job("ep-up-%d" % index, "vision"))
+    batch.create_namespaced_job("team-nlp", queued_job("ep-up-pending", "no-such-queue"))
+    wait_for("two Workloads admitted by Kueue 0.18.4 and one pending", lambda: sorted(
+        workload_states(kube).values()) == [False, True, True], timeout=120)
+    states = workload_states(kube)
+    backups = str(tmp_path / "backups")
+
+    def untouched():
+        # Specs and their generations (the Kueue manager keeps writing statuses, so resourceVersions move), Helm's
+        # records of the extension's release, the extension in ARM.
+        return live_normalised(kube, PLURALS), generations(kube), helm_release(kube), arm_control.extensions()
+
+    # Bad targets: refused before anything is written (no ARM write, no Kueue object, Helm record or backup).
+    before = untouched()
+    arm_control.clear_requests()
+    for target, words in (
+            ("0.16.0-aks.0.4.4", ["version: 0.16.0-aks.0.4.4 is not a version of microsoft.kueue offered",
+                                  "offered: %s" % ", ".join(os.environ["KUEUE_EXTENSION_VERSIONS"].split()),
+                                  "Fix: pin one of the offered versions"]),
+            ("0.19.2", ["version: 0.19.2 is not a version of microsoft.kueue offered",
+                        "Fix: pin 0.19.2-aks.0.4.4 (Kueue 0.19.2 as the release train offers it)"]),
+            ("0.17.0-aks.0.4.4", ["target_version: Kueue 0.17.0-aks.0.4.4 is older than the installed 0.18.4-aks.0.4.4",
+                                  "Fix: give 0.18.4-aks.0.4.4 or a newer version"])):
+        bad = run(UPGRADE, EXTENSION_INVENTORY, {"kueue_extension_version": target, "kueue_backup_dir": backups})
+        assert bad.rc != 0, bad.stdout[-3000:]
+        msg = bad.failure_messages()[0]
+        assert all(w in msg for w in words) and "kueue_extension_version" in msg, msg
+        assert "Traceback" not in bad.stdout + bad.stderr
+    assert arm_control.writes() == [] and untouched() == before and not os.path.exists(backups)
+
+    # 1. Check mode: the plan only; nothing written to ARM or the cluster.
+    check = run(UPGRADE, EXTENSION_INVENTORY, {"kueue_extension_version": newest}, check=True)
+    assert check.rc == 0, check.stdout[-3000:]
+    offers = check.result("Read the versions the release train offers")
+    assert offers["offered_versions"] == os.environ["KUEUE_EXTENSION_VERSIONS"].split()
+    plan = check.result("Plan the upgrade")
+    assert (plan["current_version"], plan["target_version"]) == (older, newest)
+    assert [(h["from"], h["to"], h["migrate_storage"]) for h in plan["hops"]] == [(older, newest, False)]
+    assert plan["refusals"] == [] and plan["migrate_first"] is False
+    assert any("planned only (check mode)" in line for line in check.result("Report the upgrade")["msg"])
+    assert arm_control.writes() == [] and untouched() == before
+
+    # 2. The upgrade: one PATCH pinning the target, auto_upgrade_mode none; verified; the backup matches.
+    objects = live_normalised(kube, PLURALS)
+    arm_control.clear_requests()
+    up = run(UPGRADE, EXTENSION_INVENTORY, {"kueue_extension_version": "latest", "kueue_backup_dir": backups})
+    assert up.rc == 0, up.stdout[-5000:]
+    assert up.result("Plan the upgrade")["target_version"] == newest  # latest: the newest the train offers
+    assert [m for m, _p in arm_control.writes()] == ["PATCH"]
+    props = arm_control.extensions()[0]["properties"]
+    assert (props["version"], props["currentVersion"]) == (newest, newest)
+    assert props["autoUpgradeMode"] == "none" and props["autoUpgradeMinorVersion"] is False
+    assert props["provisioningState"] == "Succeeded"
+    image = client.AppsV1Api(kube).read_namespaced_deployment("kueue-controller-manager", "kueue-system")
+    assert image.spec.template.spec.containers[0].image.endswith(":v0.19.2")
+    assert up.result("Verify Kueue 0.19.2-aks.0.4.4")["failed_checks"] == []
+    compare = up.result("Compare the live configuration and the Workloads with the backup")
+    assert compare["matches"] is True and compare["differences"] == [] and compare["lost_workloads"] == []
+    assert live_normalised(kube, PLURALS) == objects
+    assert workload_states(kube) == states  # the same Workloads: admitted stay admitted, pending stay pending
+
+    # 3. A re-run: up to date, nothing written.
+    arm_control.clear_requests()
+    again = run(UPGRADE, EXTENSION_INVENTORY, {"kueue_extension_version": newest, "kueue_backup_dir": backups})
+    assert again.rc == 0 and again.changed == 0, again.stdout[-3000:]
+    assert again.result("Plan the upgrade")["up_to_date"] is True and arm_control.writes() == []
+    print("extension upgrade test: %.0f s" % (time.monotonic() - started))
+    for ns, name in (("team-vision", "ep-up-0"), ("team-vision", "ep-up-1"), ("team-nlp", "ep-up-pending")):
         batch.delete_namespaced_job(name, ns, propagation_policy="Background")
     wait_no_workloads(kube)
 
