@@ -17,7 +17,7 @@ the old version, and a re-run finishes it. An object changed by someone else bet
 written after the storage version changed, so it is already migrated; one deleted meanwhile (404) needs nothing.
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils.apply import is_unreachable
+from ansible_collections.kueueops.aks.plugins.module_utils.apply import is_unreachable, never_sent
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
@@ -85,10 +85,19 @@ class StorageMigration:
             raise KueueOpsError('no Kueue CRD named %s in the cluster' % ', '.join(unknown), field='crds',
                                 fix='name CRDs of the kueue.x-k8s.io group (kubectl get crd | grep kueue), or '
                                     'leave crds empty for all of them')
-        todo = [c for c in crds if needs_migration(c) and (not self.only or c['metadata']['name'] in self.only)]
+        crds = [c for c in crds if not self.only or c['metadata']['name'] in self.only]
+        todo = [c for c in crds if needs_migration(c)]
         for crd in crds:
-            if crd not in todo and (not self.only or crd['metadata']['name'] in self.only):
-                self.report['crds'].append(dict(crd_state(crd), objects=0, rewritten=0, trimmed=False))
+            self.report['crds'].append(dict(crd_state(crd), objects=0, rewritten=0, trimmed=False))
+        try:
+            # Every object to rewrite is counted first (one LIST of one item per CRD: the API server's
+            # remainingItemCount), so a run cut short says how many remain in all, not only in the CRD it was at.
+            for crd in todo:
+                self.entry(crd)['objects'] = self.count(crd)
+        except Exception as exc:  # pylint: disable=broad-except
+            if not isinstance(exc, (ApiException, KueueOpsError)) and not is_unreachable(exc):
+                raise
+            self.interrupted(todo[0], todo[1:], exc)
         for index, crd in enumerate(todo):
             try:
                 self.migrate(crd)
@@ -96,9 +105,17 @@ class StorageMigration:
                 if not isinstance(exc, (ApiException, KueueOpsError)) and not is_unreachable(exc):
                     raise
                 self.interrupted(crd, todo[index + 1:], exc)
-        self.report['crds'].sort(key=lambda c: c['name'])
         self.report['changed'] = bool(self.report['trimmed'])
         return self.report
+
+    def entry(self, crd):
+        return next(c for c in self.report['crds'] if c['name'] == crd['metadata']['name'])
+
+    def count(self, crd):
+        """The number of objects of ``crd``: one page of one item and the list's remainingItemCount."""
+        for items, meta in self.cluster.pages(self._collection(crd, storage_version(crd)), limit=1):
+            return len(items) + int(meta.get('remainingItemCount') or 0)
+        return 0
 
     def _collection(self, crd, version):
         return path('%s/%s' % (GROUP, version), crd['spec']['names']['plural'])
@@ -106,14 +123,15 @@ class StorageMigration:
     def migrate(self, crd):
         name = crd['metadata']['name']
         version = storage_version(crd)
-        entry = dict(crd_state(crd), objects=0, rewritten=0, trimmed=False)
-        self.report['crds'].append(entry)
+        entry = self.entry(crd)
+        if self.check_mode:
+            return
         namespaced = crd['spec'].get('scope') == 'Namespaced'
         plural = crd['spec']['names']['plural']
+        listed = 0
         for items, _meta in self.cluster.pages(self._collection(crd, version), limit=self.page_size):
-            entry['objects'] += len(items)
-            if self.check_mode:
-                continue
+            listed += len(items)
+            entry['objects'] = max(entry['objects'], listed)  # objects created since the count
             for obj in items:
                 if self.deadline.expired():
                     raise KueueOpsError('the timeout of %ss passed' % self.timeout, field='timeout')
@@ -127,8 +145,6 @@ class StorageMigration:
                         raise
                 entry['rewritten'] += 1
                 self.report['rewritten'] += 1
-        if self.check_mode:
-            return
         # The storage version must not have changed under us (a Helm upgrade running beside this one).
         live = self.cluster.get(path(CRD_API, 'customresourcedefinitions', None, name))
         if live is None or storage_version(live) != version:
@@ -141,21 +157,22 @@ class StorageMigration:
 
     def interrupted(self, crd, rest, exc):
         name = crd['metadata']['name']
-        entry = next(c for c in self.report['crds'] if c['name'] == name)
-        self.report['remaining'] = entry['objects'] - entry['rewritten']
-        self.report['crds'].sort(key=lambda c: c['name'])
-        self.report['crds_remaining'] = [name] + [c['metadata']['name'] for c in rest]
+        entry = self.entry(crd)
+        left = [crd] + list(rest)
+        self.report['remaining'] = sum(max(self.entry(c)['objects'] - self.entry(c)['rewritten'], 0) for c in left)
+        self.report['crds_remaining'] = [c['metadata']['name'] for c in left]
         if isinstance(exc, KueueOpsError):
             reason = exc.message()
         elif isinstance(exc, ApiException):
             reason = api_exception_message(exc)
         else:
-            reason = 'the API server did not answer: %s' % (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+            reason = 'the API server stopped answering%s' % (': connection refused' if never_sent(exc) else '')
         raise MigrationInterrupted(
-            'the storage migration stopped at CRD %s after rewriting %d of the %d objects listed so far (%s). '
-            '%d CRD(s) still list an old version in status.storedVersions: %s. Done: %s'
-            % (name, entry['rewritten'], entry['objects'], reason, len(self.report['crds_remaining']),
-               ', '.join(self.report['crds_remaining']),
+            'the storage migration stopped at CRD %s after rewriting %d of its %d objects (%s); %d object(s) of %d '
+            'CRD(s) remain to be rewritten, and those CRDs still list an old version in status.storedVersions: %s. '
+            'Done: %s'
+            % (name, entry['rewritten'], entry['objects'], reason, self.report['remaining'],
+               len(self.report['crds_remaining']), ', '.join(self.report['crds_remaining']),
                ', '.join(self.report['trimmed']) or 'no CRD yet'),
             self.report,
             'nothing is half-migrated: every object keeps its data and the CRDs not yet trimmed still list the old '

@@ -54,6 +54,21 @@ class Check:
         return out
 
 
+def rollout_pending(dep, want):
+    """What keeps a Deployment's rollout from being complete, as ``kubectl rollout status`` judges it, or None:
+    ready old Pods are not the new version running (an upgrade whose new Pods never turn ready keeps the old ones)."""
+    status = dep.get("status") or {}
+    if (status.get("observedGeneration") or 0) < ((dep.get("metadata") or {}).get("generation") or 0):
+        return "the rollout of its newest spec is not observed yet"
+    updated = status.get("updatedReplicas") or 0
+    if updated < want:
+        return "%d/%d updated to its newest spec (the rollout is not complete)" % (updated, want)
+    old = (status.get("replicas") or 0) - updated
+    if old > 0:
+        return "%d old replica(s) still running (the rollout is not complete)" % old
+    return None
+
+
 class Verifier:
     def __init__(self, api_client, namespace="kueue-system", install_method="helm", release_name="kueue",
                  expected_crds=DEFAULT_CRDS, webhook_probe=True):
@@ -94,8 +109,11 @@ class Verifier:
             want = spec["replicas"] if spec.get("replicas") is not None else 1
             ready = status.get("readyReplicas") or 0
             available = status.get("availableReplicas") or 0
-            ok = want > 0 and ready >= want and available >= want
+            rollout = rollout_pending(dep, want)
+            ok = want > 0 and ready >= want and available >= want and not rollout
             reason = "%d/%d ready, %d available" % (ready, want, available)
+            if rollout:
+                reason += ", %s" % rollout
             if not ok:
                 reason += self._pod_hint(dep)
             out.append(Check("deployment/%s" % name, ok, reason,

@@ -93,7 +93,9 @@ trimmed:
   type: list
   elements: str
 remaining:
-  description: Objects of the CRD the run stopped at that were listed but not rewritten (0 after a complete run).
+  description:
+    - Objects still to rewrite in the CRD the run stopped at and the CRDs after it, counted before the first write
+      (0 after a complete run).
   returned: always
   type: int
 crds_remaining:

@@ -1,4 +1,4 @@
-"""python -m tests.harness up|down|env|status|hold|release|visibility-block|visibility-unblock|apiserver-stop|apiserver-start"""
+"""python -m tests.harness up|down|env|status|hold [TAG...]|release|visibility-block|visibility-unblock|apiserver-stop|apiserver-start"""
 from __future__ import annotations
 
 import fcntl
@@ -53,10 +53,12 @@ def main(argv: list[str]) -> int:
             # hold: the node agent stops restarting the Kueue manager (and the test kills it); release: it
             # starts it again. visibility-block: the agent stops proxying the visibility Service (the manager
             # keeps running and stays ready), so its APIServices turn unavailable; unblock: proxied again.
+            # `hold TAG...` holds only the managers of those image tags (the others keep running).
             name, present = AGENT_FLAGS[cmd]
             flag = os.path.join(cluster.folder, "agent", name)
             if present:
-                open(flag, "w").close()
+                with open(flag, "w") as handle:
+                    handle.write("".join(tag + "\n" for tag in argv[1:]))
             elif os.path.exists(flag):
                 os.unlink(flag)
         elif cmd == "apiserver-stop":  # fault injection: etcd, controllers and agent keep running

@@ -17,7 +17,9 @@ Fix-ups that a kubelet + CNI would make unnecessary, re-applied on every pass
   APIServices are deleted (they cannot bind the visibility server to loopback).
 
 Failure drills: the file agent/hold keeps the manager stopped (`python -m tests.harness
-hold`); agent/block-visibility stops proxying the visibility Service only (`python -m
+hold`); a hold naming image tags, one a line (`python -m tests.harness hold v0.17.0`), keeps
+only the managers of those tags from starting, as an upgrade whose new Pods never turn ready
+while the old ones keep serving; agent/block-visibility stops proxying the visibility Service only (`python -m
 tests.harness visibility-block`), so the aggregator finds its APIServices unreachable
 (FailedDiscoveryCheck) while the manager stays ready, as with a NetworkPolicy in the way.
 
@@ -134,6 +136,7 @@ class Manager:
         self.ns = pod["metadata"]["namespace"]
         self.name = pod["metadata"]["name"]
         self.uid = pod["metadata"]["uid"]
+        self.tag = (self.container(pod) or {}).get("image", "").rsplit(":", 1)[-1]
         self.dir = os.path.join(agent.folder, "agent", self.uid)
         os.makedirs(os.path.join(self.dir, "certs"), mode=0o700, exist_ok=True)
         self.proc = None
@@ -284,7 +287,13 @@ class Manager:
             os.replace(tmp, target)
 
     def held(self) -> bool:
-        return os.path.exists(os.path.join(self.agent.folder, "agent", "hold"))
+        """The hold file exists and is empty (every manager) or names this Pod's image tag."""
+        try:
+            with open(os.path.join(self.agent.folder, "agent", "hold")) as handle:
+                tags = handle.read().split()
+        except OSError:
+            return False
+        return not tags or self.tag in tags
 
     def ensure_running(self, pod: dict) -> None:
         if self.proc and self.proc.poll() is not None:

@@ -160,6 +160,37 @@ def resource_versions(kube, plurals: dict) -> dict:
     return out
 
 
+def _etcd(cluster, call: str, body: dict) -> dict:
+    """One call of etcd's JSON gateway (loopback, the harness' etcd), keys and values base64 as the gateway wants."""
+    import base64
+    import json
+    import urllib.request
+
+    def b64(text):
+        return base64.b64encode(text.encode()).decode()
+    body = dict((k, b64(v)) for k, v in body.items())
+    url = "http://127.0.0.1:%d/v3/kv/%s" % (cluster.state["ports"]["etcd"], call)
+    with urllib.request.urlopen(urllib.request.Request(url, data=json.dumps(body).encode()), timeout=10) as response:
+        return json.load(response)
+
+
+def etcd_objects(cluster, prefix: str) -> dict:
+    """{etcd key: object} of every key under `prefix`, as etcd stores it (the API server's storage encoding of
+    custom resources is JSON): what is stored, not what the API server serves."""
+    import base64
+    import json
+    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    kvs = _etcd(cluster, "range", {"key": prefix, "range_end": end}).get("kvs") or []
+    return dict((base64.b64decode(kv["key"]).decode(), json.loads(base64.b64decode(kv["value"]))) for kv in kvs)
+
+
+def etcd_put(cluster, key: str, obj: dict) -> None:
+    """Store `obj` at `key` as it is (JSON), behind the API server's back: a test's way to give objects the
+    storage encoding an older release wrote (the API server's watch cache sees the write, as any other)."""
+    import json
+    _etcd(cluster, "put", {"key": key, "value": json.dumps(obj)})
+
+
 def helm_revision(kube, namespace: str = "kueue-system", release: str = "kueue"):
     """(revision, status) of the newest record of a Helm release in Helm's own storage."""
     from kubernetes import client

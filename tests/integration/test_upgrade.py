@@ -7,16 +7,16 @@ nothing changed; and the refusals of bad targets before anything is written.
 """
 from __future__ import annotations
 
-import base64
-import json
 import os
-import urllib.request
+import threading
 
 import pytest
+import yaml
 from kubernetes import client
 
 from .ansible import run_playbook
-from .kubeutil import helm_revision, kueue_plurals, queued_job, reset_kueue, resource_versions, wait_for
+from .kubeutil import (etcd_objects, helm_revision, kueue_plurals, live_normalised, queued_job, reset_kueue,
+                       resource_versions, wait_for)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE = os.path.join(REPO, "playbooks", "site.yml")
@@ -35,20 +35,8 @@ V1BETA1 = [
 
 
 def etcd_api_versions(cluster) -> dict:
-    """{etcd key: apiVersion} of every object of Kueue's group as etcd stores it (the API server's storage
-    encoding, read through etcd's own JSON gateway on loopback)."""
-    prefix = "/registry/%s/" % GROUP
-    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    body = json.dumps({"key": base64.b64encode(prefix.encode()).decode(),
-                       "range_end": base64.b64encode(end.encode()).decode()}).encode()
-    url = "http://127.0.0.1:%d/v3/kv/range" % cluster.state["ports"]["etcd"]
-    with urllib.request.urlopen(urllib.request.Request(url, data=body), timeout=10) as response:
-        kvs = json.load(response).get("kvs") or []
-    out = {}
-    for kv in kvs:
-        value = json.loads(base64.b64decode(kv["value"]))
-        out[base64.b64decode(kv["key"]).decode()] = value["apiVersion"]
-    return out
+    """{etcd key: apiVersion} of every object of Kueue's group as etcd stores it."""
+    return dict((key, value["apiVersion"]) for key, value in etcd_objects(cluster, "/registry/%s/" % GROUP).items())
 
 
 def stored_versions(kube) -> dict:
@@ -195,3 +183,84 @@ def test_upgrade_015_to_019_plans_migrates_and_keeps_every_object_and_workload(c
     msg = down.result("Plan the upgrade")["msg"]
     assert msg.startswith("target_version: Kueue 0.17.0 is older than the installed 0.19.2") and "Fix:" in msg
     assert (resource_versions(kube, plurals), helm_revision(kube)) == before
+
+
+def manager_image(kube) -> str:
+    deployment = client.AppsV1Api(kube).read_namespaced_deployment("kueue-controller-manager", "kueue-system")
+    return deployment.spec.template.spec.containers[0].image.rsplit(":", 1)[-1]
+
+
+def test_upgrade_018_with_the_example_configuration_a_failed_hop_rolled_back_then_the_upgrade(cluster, kube, tmp_path):
+    """0.18.4 with the example platform configuration (the local inventory's gates and integrations,
+    playbooks/vars/queues.yml) and two Jobs admitted. First the 0.19.2 manager is held (its Pods never turn ready,
+    as an image that cannot be pulled or a manager crash-looping on its configuration): the hop fails, is rolled
+    back with helm rollback, the 0.18.4 manager serves again, every object and Workload is as before, the run fails
+    naming the hop, why and the state. Then, the hold released, the same command upgrades, the plan listing
+    WaitForPodsReady's new default in 0.19 as an action for this cluster."""
+    reset_kueue(kube, ["team-vision", "team-nlp"], extension=False)
+    env = {"PATH": os.path.dirname(os.environ["HELM_V3"]) + os.pathsep + os.environ["PATH"]}
+    with open(os.path.join(REPO, "playbooks", "vars", "queues.yml")) as handle:
+        example = yaml.safe_load(handle)
+    site = run_playbook(SITE, extravars=dict(example, kueue_version="0.18.4"), env=env)
+    assert site.rc == 0, site.stdout[-3000:]
+    for index in range(2):
+        client.BatchV1Api(kube).create_namespaced_job("team-vision", queued_job("up18-job-%d" % index, "vision"))
+    plurals = kueue_plurals()
+
+    def states():
+        items = client.CustomObjectsApi(kube).list_namespaced_custom_object(
+            GROUP, "v1beta2", "team-vision", "workloads")["items"]
+        return dict((w["metadata"]["uid"], any(c["type"] == "Admitted" and c["status"] == "True"
+                                               for c in (w.get("status") or {}).get("conditions") or []))
+                    for w in items)
+    wait_for("two Workloads admitted by Kueue 0.18.4", lambda: sorted(states().values()) == [True, True])
+    before_objects, before_states, before_helm = live_normalised(kube, plurals), states(), helm_revision(kube)
+    extravars = {"kueue_version": "0.19.2", "kueue_backup_dir": str(tmp_path / "backups"), "kueue_helm_timeout": 30}
+
+    # The hop to 0.19.2 never gets a ready manager; while helm waits (after the backup: the release has a new
+    # revision), a LocalQueue is lost, so the rollback has something to restore from the backup.
+    hold = cluster.path("agent", "hold")
+    with open(hold, "w") as handle:
+        handle.write("v0.19.2\n")
+    outcome = {}
+    runner = threading.Thread(target=lambda: outcome.update(res=run_playbook(UPGRADE, extravars=extravars, env=env)))
+    runner.start()
+    try:
+        wait_for("helm upgrade to start", lambda: helm_revision(kube)[0] > before_helm[0], timeout=300)
+        client.CustomObjectsApi(kube).delete_namespaced_custom_object(GROUP, "v1beta2", "team-nlp", "localqueues", "nlp")
+        runner.join(600)
+    finally:
+        os.unlink(hold)
+    failed = outcome["res"]
+    assert failed.rc != 0, failed.stdout[-3000:]
+    msg = failed.failure_messages()[-1]
+    assert msg.startswith('The upgrade hop 0.18.4 -> 0.19.2 failed at "Upgrade Kueue with Helm to 0.19.2'), msg
+    # why: helm's wait, and what it waited for (the new manager Pod the harness holds, the old one still serving)
+    assert "helm --wait gave up after 30s" in msg and "the rollout is not complete" in msg, msg
+    assert "HeldByHarness" in msg, msg
+    assert "Kueue 0.18.4 runs again (helm rollback to revision %d" % before_helm[0] in msg, msg
+    assert "was restored with admission held: LocalQueue team-nlp/nlp" in msg and "Fix:" in msg, msg
+    assert "Traceback" not in failed.stdout + failed.stderr
+    assert failed.result("Roll back the hop")["changed"] is True
+    assert not failed.result("Verify the rolled-back Kueue").get("failed")
+    assert failed.result("Restore what is missing or changed")["held"]  # admission held while restoring
+    # The cluster serves the old version with every object and every Workload as before the run.
+    assert manager_image(kube) == "v0.18.4" and helm_revision(kube)[1] == "deployed"
+    assert helm_revision(kube)[0] > before_helm[0]
+    assert live_normalised(kube, plurals) == before_objects
+    assert states() == before_states
+
+    upgraded = run_playbook(UPGRADE, extravars=extravars, env=env)
+    assert upgraded.rc == 0, upgraded.stdout[-5000:]
+    plan = upgraded.result("Plan the upgrade")
+    assert [(h["from"], h["to"], h["migrate_storage"]) for h in plan["hops"]] == [("0.18.4", "0.19.2", False)]
+    actions = dict(((a["minor"], a["kind"], a["name"]), a) for a in plan["actions"])
+    wait_for_pods_ready = actions[("0.19", "config_default", "waitForPodsReady")]
+    assert wait_for_pods_ready["severity"] == "action" and "WaitForPodsReady" in wait_for_pods_ready["text"]
+    assert any("WaitForPodsReady" in line for line in upgraded.result("Print the plan")["msg"])
+    assert plan["refusals"] == []
+    compare = upgraded.result("Compare the live configuration and the Workloads with the backup")
+    assert compare["matches"] is True and compare["lost_workloads"] == []
+    assert manager_image(kube) == "v0.19.2"
+    assert live_normalised(kube, plurals) == before_objects and states() == before_states
+    reset_kueue(kube, ["team-vision", "team-nlp"], extension=False)

@@ -31,7 +31,8 @@ import pytest
 from kubernetes import client, watch
 
 from tests.integration.ansible import run_playbook
-from tests.integration.kubeutil import delete_kueue_objects, delete_namespaces, kueue_plurals, wait_for
+from tests.integration.kubeutil import (delete_kueue_objects, delete_namespaces, etcd_objects, etcd_put, kueue_plurals,
+                                        wait_for)
 
 from .badinput import assert_no_traceback, message_of
 
@@ -47,6 +48,8 @@ DURATIONS: dict = {}
 # of 100 LocalQueues (705 writes with the namespaces).
 N_CQ, N_NS, N_LQ = 300, 4, 100
 STOP_AFTER = 60  # ClusterQueues seen created before kube-apiserver is stopped
+# The storage migration cut short: ResourceFlavors stored as v1beta1, kube-apiserver stopped after some rewrites.
+N_MIGRATE, MIGRATE_STOP_AFTER = 300, 60
 
 # Every wait of the collection -> the test here that makes it stay pending.
 WAITS = {
@@ -379,6 +382,93 @@ def test_api_server_stopped_mid_apply(cluster, start):
         started = time.time()
         clean_ours(kube)
         record("cleanup of the large configuration", time.time() - started)
+
+
+# ------------------------------------------------------------------ kube-apiserver stopped mid-migration
+def test_api_server_stopped_mid_storage_migration(cluster, start):
+    """Every ResourceFlavor (300 kf-mig- ones) stored as kueue.x-k8s.io/v1beta1 in etcd and the CRD's
+    storedVersions [v1beta1, v1beta2]: what Kueue 0.15 leaves after an upgrade to a release storing v1beta2 (the
+    objects are given the old encoding in etcd itself, behind the API server, which reads and converts them through
+    Kueue's conversion webhook as after a real upgrade). kueue_storage_migration (10 objects a page) is cut short by
+    a SIGKILL of kube-apiserver once 60 are stored as v1beta2: the run fails naming the CRD, how many objects remain
+    (those etcd still holds at v1beta1, give or take the write in flight) and that re-running finishes it; the CRD
+    still lists v1beta1 (never trimmed half-way). kube-apiserver back, the same task rewrites every object and
+    trims storedVersions to [v1beta2]; every object keeps its spec; a third run has nothing to do."""
+    kube = start.with_kueue()
+    custom, ext = client.CustomObjectsApi(kube), client.ApiextensionsV1Api(kube)
+    crd_name, prefix = "resourceflavors.%s" % GROUP, "/registry/%s/resourceflavors/" % GROUP
+
+    def stored():
+        return dict((key.rsplit("/", 1)[-1], obj["apiVersion"].rsplit("/", 1)[-1])
+                    for key, obj in etcd_objects(cluster, prefix).items())
+
+    def specs():
+        return dict((rf["metadata"]["name"], rf.get("spec")) for rf in
+                    custom.list_cluster_custom_object(GROUP, "v1beta2", "resourceflavors")["items"])
+    args = {"crds": [crd_name], "page_size": 10, "timeout": 120, "kubeconfig": "{{ kueue_kubeconfig }}"}
+    try:
+        for i in range(N_MIGRATE):
+            custom.create_cluster_custom_object(GROUP, "v1beta2", "resourceflavors", {
+                "apiVersion": V2, "kind": "ResourceFlavor", "metadata": {"name": "kf-mig-%03d" % i},
+                "spec": {"nodeLabels": {"kueueops.test/pool": "pool-%d" % i}}})
+        before = specs()
+        for key, obj in etcd_objects(cluster, prefix).items():
+            etcd_put(cluster, key, dict(obj, apiVersion=GROUP + "/v1beta1"))
+        ext.patch_custom_resource_definition_status(crd_name, {"status": {"storedVersions": ["v1beta1", "v1beta2"]}})
+        wait_for("every ResourceFlavor stored as v1beta1 and served (converted) as before", lambda: set(
+            stored().values()) == {"v1beta1"} and specs() == before, timeout=60)
+        total = len(before)
+
+        outcome = {}
+
+        def migrate():
+            started = time.time()
+            outcome["res"] = run_playbook(module_play("kueue_storage_migration", args, name="Migrate"),
+                                          timeout=HANG_GUARD)
+            outcome["seconds"] = time.time() - started
+        runner = threading.Thread(target=migrate)
+        runner.start()
+        wait_for("%d ResourceFlavors rewritten as v1beta2" % MIGRATE_STOP_AFTER, lambda: list(
+            stored().values()).count("v1beta2") >= MIGRATE_STOP_AFTER, timeout=HANG_GUARD, interval=0.1)
+        stopped = time.time()
+        cluster.stop_apiserver(signal.SIGKILL)
+        runner.join(HANG_GUARD + 30)
+        res = outcome["res"]
+        msg = assert_fails_cleanly(res)
+        report = res.result("Migrate")
+        left = list(stored().values()).count("v1beta1")
+        record("kueue_storage_migration, kube-apiserver SIGKILLed after %d rewrites" % MIGRATE_STOP_AFTER,
+               outcome["seconds"], rc=res.rc, failed_after_stop=round(time.time() - stopped, 1),
+               rewritten=report["rewritten"], remaining=report["remaining"], message=msg[:400])
+        assert report["crds_remaining"] == [crd_name] and report["trimmed"] == [], report
+        assert 0 < report["remaining"] < total and report["rewritten"] + report["remaining"] == total, report
+        assert left in (report["remaining"], report["remaining"] - 1), (left, report["remaining"])
+        assert "stopped at CRD %s after rewriting %d of its %d objects" % (
+            crd_name, report["rewritten"], total) in msg, msg
+        assert "%d object(s) of 1 CRD(s) remain" % report["remaining"] in msg and "run the same task" in msg, msg
+        assert "the API server stopped answering: connection refused" in msg, msg
+
+        started = time.time()
+        cluster.start_apiserver()
+        wait_for("Kueue's webhooks after the restart", lambda: webhooks_answer(kube), timeout=240)
+        record("kube-apiserver restart until Kueue's webhooks answer (migration)", time.time() - started)
+        assert list(ext.read_custom_resource_definition(crd_name).status.stored_versions) == ["v1beta1", "v1beta2"]
+
+        finish = timed("kueue_storage_migration re-run after the restart",
+                       module_play("kueue_storage_migration", args, name="Migrate"))
+        assert finish.rc == 0, finish.stdout[-3000:]
+        done = finish.result("Migrate")
+        assert done["remaining"] == 0 and done["trimmed"] == [crd_name] and done["rewritten"] == total, done
+        assert set(stored().values()) == {"v1beta2"} and len(stored()) == total
+        assert list(ext.read_custom_resource_definition(crd_name).status.stored_versions) == ["v1beta2"]
+        assert specs() == before
+        third = timed("kueue_storage_migration third run", module_play("kueue_storage_migration", args, name="Migrate"))
+        assert third.rc == 0 and third.changed == 0 and third.result("Migrate")["rewritten"] == 0, third
+    finally:
+        if not cluster.healthy():
+            cluster.start_apiserver()
+        wait_for("Kueue's webhooks", lambda: webhooks_answer(kube), timeout=240)
+        clean_ours(kube)
 
 
 # ------------------------------------------------------------------ kueue_queues and smoke test waits

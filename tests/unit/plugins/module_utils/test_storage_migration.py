@@ -56,3 +56,39 @@ def test_an_unknown_crd_name_is_refused_before_any_write():
     with pytest.raises(KueueOpsError) as caught:
         sm.StorageMigration(cluster, crds=["nope.kueue.x-k8s.io"]).run()
     assert caught.value.field == "crds" and cluster.writes == []
+
+
+class Breaking(Cluster):
+    """Two CRDs of three objects each, listed one object a page with the remainingItemCount the API server gives;
+    the connection is refused from the fifth write on."""
+
+    def __init__(self, crds, objects, fail_after):
+        Cluster.__init__(self, crds, objects)
+        self.fail_after = fail_after
+
+    def pages(self, api_path, timeout=None, **query):
+        for index, obj in enumerate(self.objects):
+            yield [obj], {"remainingItemCount": len(self.objects) - index - 1}
+
+    def get(self, api_path, timeout=None):
+        return next(c for c in self.crds if api_path.endswith("/" + c["metadata"]["name"]))
+
+    def replace(self, *args, **kwargs):
+        if len(self.writes) >= self.fail_after:
+            raise ConnectionRefusedError(111, "Connection refused")
+        self.writes.append(args)
+
+
+def test_a_run_cut_short_says_how_many_objects_remain_in_every_crd_left():
+    crds = [crd(["v1beta1", "v1beta2"]), crd(["v1beta1", "v1beta2"], name="localqueues.kueue.x-k8s.io")]
+    cluster = Breaking(crds, [{"metadata": {"name": n}} for n in "abc"], fail_after=4)
+    with pytest.raises(sm.MigrationInterrupted) as caught:
+        sm.StorageMigration(cluster, page_size=1).run()
+    report = caught.value.report
+    # clusterqueues: 3 rewritten and trimmed (the patch is the 4th write); localqueues: refused at its first write.
+    assert report["trimmed"] == ["clusterqueues.kueue.x-k8s.io"] and report["rewritten"] == 3
+    assert report["remaining"] == 3 and report["crds_remaining"] == ["localqueues.kueue.x-k8s.io"]
+    msg = caught.value.message()
+    assert "stopped at CRD localqueues.kueue.x-k8s.io after rewriting 0 of its 3 objects" in msg
+    assert "3 object(s) of 1 CRD(s) remain" in msg and "Fix:" in msg and "run the same task" in msg
+    assert "(the API server stopped answering: connection refused)" in msg

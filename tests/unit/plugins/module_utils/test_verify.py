@@ -133,13 +133,15 @@ DEPLOYMENTS = "/apis/apps/v1/namespaces/kueue-system/deployments/"
 PODS = "/api/v1/namespaces/kueue-system/pods"
 
 
-def deployment(replicas, ready=None, available_replicas=None):
-    status = {}
+def deployment(replicas, ready=None, available_replicas=None, updated=None, generation=1):
+    """A Deployment whose rollout is complete unless ``updated`` says how many replicas run the newest spec."""
+    want = 1 if replicas is None else replicas
+    status = {"observedGeneration": 1, "replicas": want, "updatedReplicas": want if updated is None else updated}
     if ready is not None:
         status["readyReplicas"] = ready
     if available_replicas is not None:
         status["availableReplicas"] = available_replicas
-    return {"metadata": {"name": "kueue-controller-manager"},
+    return {"metadata": {"name": "kueue-controller-manager", "generation": generation},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"control-plane": "controller-manager",
                                                                         "app": "kueue"}}},
             "status": status}
@@ -150,6 +152,22 @@ def test_check_deployments_counts_ready_and_available():
     assert [c.as_dict() for c in verifier_on(cluster).check_deployments()] == [
         {"name": "deployment/kueue-controller-manager", "ok": True, "reason": "2/2 ready, 2 available",
          "details": {"ready": 2, "replicas": 2, "available": 2}}]
+
+
+def test_a_rollout_that_is_not_complete_is_not_ready():
+    """An upgrade whose new Pod never turns ready: the old Pod is ready and available, the rollout is not done."""
+    stuck = deployment(1, 1, 1, updated=0)
+    stuck["status"]["replicas"] = 1
+    cluster = FakeCluster({PODS: []}, {DEPLOYMENTS + "kueue-controller-manager": stuck})
+    [check] = verifier_on(cluster).check_deployments()
+    assert check.ok is False and check.reason.startswith(
+        "1/1 ready, 1 available, 0/1 updated to its newest spec (the rollout is not complete)")
+    stuck["status"].update(updatedReplicas=1, replicas=2)
+    [check] = verifier_on(cluster).check_deployments()
+    assert check.ok is False and "1 old replica(s) still running" in check.reason
+    cluster = FakeCluster({PODS: []}, {DEPLOYMENTS + "kueue-controller-manager": deployment(1, 1, 1, generation=2)})
+    [check] = verifier_on(cluster).check_deployments()
+    assert check.ok is False and "not observed yet" in check.reason
 
 
 def test_check_deployments_missing_and_unreadable():
