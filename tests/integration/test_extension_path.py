@@ -16,8 +16,10 @@ every Kubernetes task reaches the cluster with the credentials the role fetches 
   (AKS's version form) with queues and Workloads; targets the release train does not offer and a downgrade refused
   before any ARM write; check mode prints the plan and writes nothing; the run pins 0.19.2-aks.0.4.4 with
   auto_upgrade_mode none, verifies, matches the backup, keeps every Workload by uid; a re-run changes nothing;
-* migrate.yml: refused when the target's preflight fails (AKS Automatic) or the cluster is already on the target;
-  Helm -> extension with the queues intact; extension -> Helm with the aks-* objects carried over.
+* migrate.yml: refused when the target's preflight fails (AKS Automatic), when the release train does not offer the
+  Helm release's Kueue, or when the cluster is already on the target;
+  Helm 0.18.4 -> the extension pinned at 0.18.4-aks.0.4.4 (the release kept, not the train's newest) with the queues
+  intact; extension -> Helm, the chart 0.18.4, with the aks-* objects carried over.
 """
 from __future__ import annotations
 
@@ -362,6 +364,12 @@ def generations(kube):
                 for i in custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural)["items"])
 
 
+def manager_image(kube):
+    """The tag of the kueue-controller-manager's image (v0.18.4)."""
+    dep = client.AppsV1Api(kube).read_namespaced_deployment("kueue-controller-manager", "kueue-system")
+    return dep.spec.template.spec.containers[0].image.rsplit(":", 1)[-1]
+
+
 def workload_states(kube, namespaces=TEAMS):
     """{uid: admitted} of every Workload in `namespaces`."""
     out = {}
@@ -442,8 +450,7 @@ def test_upgrade_the_extension_hop_by_hop_on_its_own_version_form(clean, arm, ar
     assert (props["version"], props["currentVersion"]) == (newest, newest)
     assert props["autoUpgradeMode"] == "none" and props["autoUpgradeMinorVersion"] is False
     assert props["provisioningState"] == "Succeeded"
-    image = client.AppsV1Api(kube).read_namespaced_deployment("kueue-controller-manager", "kueue-system")
-    assert image.spec.template.spec.containers[0].image.endswith(":v0.19.2")
+    assert manager_image(kube) == "v0.19.2"
     assert up.result("Verify Kueue 0.19.2-aks.0.4.4")["failed_checks"] == []
     compare = up.result("Compare the live configuration and the Workloads with the backup")
     assert compare["matches"] is True and compare["differences"] == [] and compare["lost_workloads"] == []
@@ -465,7 +472,9 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
     kube = clean
     _reset(kube)
     helm_inv = os.path.join(REPO, "playbooks", "inventory", "local.yml")
-    site = run_playbook(SITE, extra_args=["-e", "@" + QUEUES_VARS], inventory=helm_inv)
+    # Kueue 0.18.4, older than the newest the release train offers: the migrations keep the release both ways.
+    site = run_playbook(SITE, extravars={"kueue_version": "0.18.4"}, extra_args=["-e", "@" + QUEUES_VARS],
+                        inventory=helm_inv)
     assert site.rc == 0, site.stdout[-3000:]
     before = live_normalised(kube, PLURALS)
     release = helm_release(kube)
@@ -484,6 +493,18 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
     assert live_normalised(kube, PLURALS) == before
     arm_control.reset()
 
+    # The release train does not offer the Helm release's Kueue (0.18.4): refused, nothing changed.
+    arm_control.offers({"preview": ["0.19.2-aks.0.4.4"]})
+    res = run(MIGRATE, inv, {"kueue_migrate_to": "extension", "kueue_backup_dir": backups})
+    assert res.rc != 0
+    msg = res.result("Refuse a Kueue release the release train does not offer")["msg"]
+    assert "The Helm release runs Kueue 0.18.4, and release train preview does not offer it" in msg, msg
+    assert "(it offers 0.19.2-aks.0.4.4)" in msg and "Fix: upgrade the Helm release" in msg, msg
+    assert "kueue_extension_version" in msg and "Nothing was changed." in msg
+    assert arm_control.writes() == [] and helm_release(kube) == release and not os.path.exists(backups)
+    assert live_normalised(kube, PLURALS) == before
+    arm_control.reset()
+
     # Helm -> extension.
     res = run(MIGRATE, inv, {"kueue_migrate_to": "extension", "kueue_backup_dir": backups})
     assert res.rc == 0, res.stdout[-5000:]
@@ -492,10 +513,16 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
     assert res.result("Detect the install method")["extension_release"] is None
     assert [m for m, _p in arm_control.writes()] == ["PUT"]
     assert deployment_ready(kube, "kueue-extension")
+    # The Helm release's Kueue kept: the extension pinned at the offered 0.18.4-aks.0.4.4, not the train's newest.
+    props = arm_control.extensions()[0]["properties"]
+    assert (props["version"], props["currentVersion"]) == ("0.18.4-aks.0.4.4", "0.18.4-aks.0.4.4"), props
+    assert manager_image(kube) == "v0.18.4"
     assert res.result("Verify Kueue after the restore")["failed_checks"] == []
     mine, aks = split(live_normalised(kube, PLURALS))
     assert mine == before and aks == AKS_OWNED
-    assert "migrated from helm to extension" in res.result("Report the migration")["msg"][0]
+    report = res.result("Report the migration")["msg"]
+    assert "migrated from helm to extension" in report[0]
+    assert any("Kueue release kept: the extension pinned at 0.18.4-aks.0.4.4" in line for line in report), report
 
     # Already there: refused, nothing written.
     arm_control.clear_requests()
@@ -510,6 +537,10 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
     assert [m for m, _p in arm_control.writes()] == ["DELETE"] and arm_control.extensions() == []
     assert deployment_ready(kube, "kueue-extension") is None and deployment_ready(kube, "kueue-controller-manager")
     assert helm_release(kube)[-1][1] == "deployed"
+    # The extension's Kueue kept: the chart of its currentVersion (0.18.4), not the registry's latest.
+    assert manager_image(kube) == "v0.18.4"
+    report = res.result("Report the migration")["msg"]
+    assert any("Kueue release kept: the chart 0.18.4" == line for line in report), report
     assert res.result("Verify Kueue after the restore")["failed_checks"] == []
     mine, aks = split(live_normalised(kube, PLURALS))
     assert mine == before and aks == AKS_OWNED
