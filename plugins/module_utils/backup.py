@@ -744,6 +744,25 @@ def take(api_client, params, cluster_name, field, check_mode=False):
     return result
 
 
+def convert_to_served(backup_objects, served):
+    """The backup's objects at the versions the cluster serves (``served``: {kind: version}), and one line per
+    field a conversion drops: such a field is lost in the cluster too, so the objects would compare equal."""
+    converted, dropped = [], []
+    for obj in backup_objects:
+        kind = obj.get('kind')
+        if kind in served:
+            source = str(obj.get('apiVersion', '')).rsplit('/', 1)[-1]
+            target = served[kind]
+            if source != target:
+                obj = copy.deepcopy(obj)
+                problems = []
+                q.convert(obj, source, target, key_label(obj_key(obj)), problems)
+                obj['apiVersion'] = '%s/%s' % (GROUP, target)
+                dropped.extend('%s: %s of the backup (%s) %s' % (p.obj, p.field, source, p.text) for p in problems)
+        converted.append(obj)
+    return converted, dropped
+
+
 def compare_with_live(api_client, params, path):
     """Compare the live cluster with the backup folder ``path`` (its checksums checked first): every object of the
     backup, converted to the version the cluster serves now (queues.convert), against the live one,
@@ -762,19 +781,8 @@ def compare_with_live(api_client, params, path):
         aks_extension = exporter.detect_aks_extension()
     include_secrets = bool(manifest.get('include_secrets'))
     live, _excluded, raw_queues = snapshot(exporter, include_secrets, params['include_aks_managed'], aks_extension)
-    converted = []
-    for obj in backup_objects:
-        kind = obj.get('kind')
-        if kind in exporter.served:
-            source = str(obj.get('apiVersion', '')).rsplit('/', 1)[-1]
-            target = exporter.served[kind]
-            if source != target:
-                obj = copy.deepcopy(obj)
-                problems = []
-                q.convert(obj, source, target, key_label(obj_key(obj)), problems)
-                obj['apiVersion'] = '%s/%s' % (GROUP, target)
-        converted.append(obj)
-    differences = compare(converted, flat(live))
+    converted, dropped = convert_to_served(backup_objects, exporter.served)
+    differences = dropped + compare(converted, flat(live))
     workloads = workload_counts(exporter.list_workloads(), raw_queues.get('LocalQueue', []),
                                 raw_queues.get('ClusterQueue', []))
     before = (manifest.get('workloads') or {}).get('total') or {}

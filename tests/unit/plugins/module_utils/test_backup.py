@@ -356,3 +356,15 @@ def test_gitops_sidecar_is_allowed_but_not_a_directory_of_that_name(tmp_path):
     os.unlink(os.path.join(path, 'gitops.json'))
     os.mkdir(os.path.join(path, 'gitops.json'))
     assert b.check_backup(path) == ['gitops.json: not part of the backup (not listed in manifest.json)']
+
+
+def test_a_backup_is_compared_at_the_served_version_and_a_field_the_conversion_drops_is_a_difference():
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+          "spec": {"cohort": "team"}}
+    check = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": "prov"},
+             "spec": {"controllerName": "x", "retryDelayMinutes": 5}}
+    served = {"ClusterQueue": "v1beta2", "AdmissionCheck": "v1beta2"}
+    converted, dropped = b.convert_to_served([cq, check], served)
+    assert converted[0]["apiVersion"] == "kueue.x-k8s.io/v1beta2" and converted[0]["spec"] == {"cohortName": "team"}
+    assert len(dropped) == 1 and dropped[0].startswith("AdmissionCheck prov: spec.retryDelayMinutes of the backup (v1beta1)")
+    assert b.convert_to_served([cq], {"ClusterQueue": "v1beta1"}) == ([cq], [])
