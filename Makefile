@@ -95,6 +95,10 @@ demo: venv toolchain ## Start the local cluster and run the main job (playbooks/
 bench: venv toolchain ## Benchmark kueue_queues against kubernetes.core.k8s on 1,068 Kueue objects (~31 min, not a test; bench/README.md)
 	$(VPY) bench/run.py $(BENCH_ARGS)
 
+.PHONY: bench-upgrade
+bench-upgrade: venv toolchain ## Benchmark playbooks/upgrade.yml 0.15.0 -> 0.19.2 against the upgrade by hand on 1,201 objects (~11 min, not a test; bench/README.md)
+	$(VPY) bench/upgrade.py
+
 .PHONY: ee-context
 ee-context: venv toolchain ## Execution environment build context (ansible-builder create) in build/ee/context
 	hack/ee-context.sh

@@ -26,7 +26,6 @@ escape as a traceback.
 import copy
 import json
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
@@ -36,7 +35,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils import schema_check, server_errors
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, parallel_map, path, size_pool
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until, watch_until
 
 try:
@@ -222,35 +221,12 @@ class QueueEngine:
         self.cluster = Cluster(api_client)
         self.served = {}
         self.log = log or (lambda msg: None)
-        self._size_pool()
-
-    def _size_pool(self):
-        """One connection per worker, so concurrent requests do not open throwaway connections."""
-        try:
-            pool = self.api.rest_client.pool_manager
-            if pool.connection_pool_kw.get('maxsize', 1) < self.workers:
-                pool.connection_pool_kw['maxsize'] = self.workers
-                pool.clear()
-        except AttributeError:  # pragma: no cover - another client layout
-            pass
+        size_pool(self.api, self.workers)
 
     # ----------------------------------------------------------- helpers
     def _map(self, fn, items):
         """``fn`` over ``items`` on the worker pool; returns [(item, result, exception)]."""
-        items = list(items)
-        if not items:
-            return []
-
-        def call(item):
-            try:
-                return item, fn(item), None
-            except Exception as exc:  # pylint: disable=broad-except
-                return item, None, exc
-
-        if len(items) == 1 or self.workers == 1:
-            return [call(item) for item in items]
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(items))) as pool:
-            return list(pool.map(call, items))
+        return parallel_map(fn, items, self.workers)
 
     def version_of(self, kind):
         return self.served[kind]

@@ -23,6 +23,7 @@ which is the same on kubernetes 29 to 37 for a JSON body and a full URL.
 """
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 
@@ -65,6 +66,38 @@ def _query(query):
             value = 'true' if value else 'false'
         pairs.append((key, value))
     return urlencode(pairs)
+
+
+MAX_WORKERS = 64
+
+
+def size_pool(api_client, workers):
+    """One connection per worker in the client's urllib3 pool (thread-safe), so concurrent requests do not open
+    throwaway connections."""
+    try:
+        pool = api_client.rest_client.pool_manager
+        if pool.connection_pool_kw.get('maxsize', 1) < workers:
+            pool.connection_pool_kw['maxsize'] = workers
+            pool.clear()
+    except AttributeError:  # pragma: no cover - another client layout
+        pass
+
+
+def parallel_map(fn, items, workers):
+    """``fn`` over ``items`` on ``workers`` threads, in order: ``[(item, result, exception)]`` (an exception is
+    returned, not raised, so a caller knows which items were done)."""
+    items = list(items)
+
+    def call(item):
+        try:
+            return item, fn(item), None
+        except Exception as exc:  # pylint: disable=broad-except
+            return item, None, exc
+
+    if len(items) <= 1 or workers <= 1:
+        return [call(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(call, items))
 
 
 class Cluster:

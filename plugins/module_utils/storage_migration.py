@@ -11,7 +11,7 @@ object and write it back unchanged (a PUT conditional on its resourceVersion), w
 it at the storage version; once every object of a CRD is rewritten, ``storedVersions`` is set to the storage
 version alone through the CRD's status.
 
-Paged (``page_size`` objects per LIST), one CRD at a time; a CRD is trimmed only after all its objects were
+Paged (``page_size`` objects per LIST), one CRD at a time, each page's objects written by ``workers`` threads; a CRD is trimmed only after all its objects were
 rewritten, so a migration cut short (API server stopped, timeout) leaves every CRD either done or still listing
 the old version, and a re-run finishes it. An object changed by someone else between the LIST and its PUT (409) was
 written after the storage version changed, so it is already migrated; one deleted meanwhile (404) needs nothing.
@@ -21,7 +21,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.apply import is_unrea
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, parallel_map, path, size_pool
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline
 
 CRD_API = 'apiextensions.k8s.io/v1'
@@ -69,10 +69,13 @@ class MigrationInterrupted(KueueOpsError):
 class StorageMigration:
     """One run over the Kueue CRDs (``crds``: names to limit it to, else all that need it)."""
 
-    def __init__(self, cluster, crds=None, page_size=500, timeout=600, check_mode=False):
+    def __init__(self, cluster, crds=None, page_size=500, timeout=600, check_mode=False, workers=8):
         self.cluster = cluster if isinstance(cluster, Cluster) else Cluster(cluster)
         self.only = set(crds or ())
         self.page_size = page_size
+        self.workers = max(1, int(workers))
+        if getattr(self.cluster, 'api_client', None) is not None:
+            size_pool(self.cluster.api_client, self.workers)
         self.deadline = Deadline(timeout)
         self.timeout = timeout
         self.check_mode = check_mode
@@ -132,9 +135,10 @@ class StorageMigration:
         for items, _meta in self.cluster.pages(self._collection(crd, version), limit=self.page_size):
             listed += len(items)
             entry['objects'] = max(entry['objects'], listed)  # objects created since the count
-            for obj in items:
-                if self.deadline.expired():
-                    raise KueueOpsError('the timeout of %ss passed' % self.timeout, field='timeout')
+            if self.deadline.expired():
+                raise KueueOpsError('the timeout of %ss passed' % self.timeout, field='timeout')
+
+            def rewrite(obj):
                 meta = obj['metadata']
                 target = path('%s/%s' % (GROUP, version), plural, meta.get('namespace') if namespaced else None,
                               meta['name'])
@@ -143,8 +147,17 @@ class StorageMigration:
                 except ApiException as exc:
                     if exc.status not in (404, 409):
                         raise
-                entry['rewritten'] += 1
-                self.report['rewritten'] += 1
+            # The page's objects on the worker pool (they are independent); every one done is counted before the
+            # first failure is raised, so a run cut short counts exactly what it rewrote.
+            failures = []
+            for _obj, _result, exc in parallel_map(rewrite, items, self.workers):
+                if exc is None:
+                    entry['rewritten'] += 1
+                    self.report['rewritten'] += 1
+                else:
+                    failures.append(exc)
+            if failures:
+                raise failures[0]
         # The storage version must not have changed under us (a Helm upgrade running beside this one).
         live = self.cluster.get(path(CRD_API, 'customresourcedefinitions', None, name))
         if live is None or storage_version(live) != version:

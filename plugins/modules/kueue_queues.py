@@ -302,6 +302,7 @@ problems:
 
 from ansible_collections.kueueops.aks.plugins.module_utils import queues
 from ansible_collections.kueueops.aks.plugins.module_utils.apply import run
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import MAX_WORKERS
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
 
@@ -324,8 +325,8 @@ def main():
     ), supports_check_mode=True)
     params = module.params
     module.check_seconds('timeout')
-    if params['workers'] < 1 or params['workers'] > 64:
-        module.refuse('must be between 1 and 64, got %d' % params['workers'], 'workers',
+    if not 1 <= params['workers'] <= MAX_WORKERS:
+        module.refuse('must be between 1 and %d, got %d' % (MAX_WORKERS, params['workers']), 'workers',
                       'give the number of concurrent requests, for example the default 8')
     if not params['resources'] and not params['src'] and not params['secrets'] and not params['prune']:
         module.refuse('nothing to do', 'resources',

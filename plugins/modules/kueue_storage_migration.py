@@ -41,10 +41,16 @@ options:
     default: 500
   timeout:
     description:
-      - Seconds the whole migration may take. When it passes, the run stops after the object it is writing and fails
+      - Seconds the whole migration may take. When it passes, the run stops after the page it is writing and fails
         as described for a run cut short.
     type: int
     default: 1800
+  workers:
+    description:
+      - Concurrent writes within a page (1 to 64). The objects of a page are independent; each write goes through
+        Kueue's conversion and admission webhooks.
+    type: int
+    default: 8
 attributes:
   check_mode:
     support: full
@@ -105,6 +111,7 @@ crds_remaining:
   elements: str
 """
 
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import MAX_WORKERS
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 from ansible_collections.kueueops.aks.plugins.module_utils.storage_migration import StorageMigration
 
@@ -114,15 +121,19 @@ def main():
         crds=dict(type='list', elements='str', default=[]),
         page_size=dict(type='int', default=500),
         timeout=dict(type='int', default=1800),
+        workers=dict(type='int', default=8),
     ), supports_check_mode=True)
     module.check_seconds('timeout')
     if module.params['page_size'] < 1:
         module.refuse('page_size must be 1 or more, got %d' % module.params['page_size'], 'page_size',
                       'give the number of objects to read per LIST request, for example 500')
+    if not 1 <= module.params['workers'] <= MAX_WORKERS:
+        module.refuse('must be between 1 and %d, got %d' % (MAX_WORKERS, module.params['workers']), 'workers',
+                      'give the number of concurrent requests, for example the default 8')
     params = module.params
     api_client = module.api_client
     migration = StorageMigration(api_client, params['crds'], params['page_size'], params['timeout'],
-                                 module.check_mode)
+                                 module.check_mode, params['workers'])
     module.exit_json(**module.run(migration.run, changed=False))
 
 

@@ -215,7 +215,7 @@ def test_upgrade_018_with_the_example_configuration_a_failed_hop_rolled_back_the
                     for w in items)
     wait_for("two Workloads admitted by Kueue 0.18.4", lambda: sorted(states().values()) == [True, True])
     before_objects, before_states, before_helm = live_normalised(kube, plurals), states(), helm_revision(kube)
-    extravars = {"kueue_version": "0.19.2", "kueue_backup_dir": str(tmp_path / "backups"), "kueue_helm_timeout": 30}
+    extravars = {"kueue_version": "0.19.2", "kueue_backup_dir": str(tmp_path / "backups"), "kueue_helm_timeout": 15}
 
     # The hop to 0.19.2 never gets a ready manager; while helm waits (after the backup: the release has a new
     # revision), a LocalQueue is lost, so the rollback has something to restore from the backup.
@@ -236,7 +236,7 @@ def test_upgrade_018_with_the_example_configuration_a_failed_hop_rolled_back_the
     msg = failed.failure_messages()[-1]
     assert msg.startswith('The upgrade hop 0.18.4 -> 0.19.2 failed at "Upgrade Kueue with Helm to 0.19.2'), msg
     # why: helm's wait, and what it waited for (the new manager Pod the harness holds, the old one still serving)
-    assert "helm --wait gave up after 30s" in msg and "the rollout is not complete" in msg, msg
+    assert "helm --wait gave up after 15s" in msg and "the rollout is not complete" in msg, msg
     assert "HeldByHarness" in msg, msg
     assert "Kueue 0.18.4 runs again (helm rollback to revision %d" % before_helm[0] in msg, msg
     assert "was restored with admission held: LocalQueue team-nlp/nlp" in msg and "Fix:" in msg, msg

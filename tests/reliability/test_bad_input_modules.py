@@ -491,6 +491,9 @@ CASES = [
          ["resource group must exist"], {"args": ext_args(resource_group="no-such-rg", preflight=False)}),
     Case("extension-wrong-cluster-name", "kueue_extension", ["cluster_name", "no-such-aks"],
          ["cluster must exist"], {"args": ext_args(cluster_name="no-such-aks", preflight=False)}),
+    Case("extension-list-versions-with-absent", "kueue_extension", ["list_versions", "state=present only"],
+         ["remove list_versions", "use state=present"],
+         {"args": ext_args(list_versions=True, state="absent", preflight=False)}),
     Case("extension-missing-cluster-name", "kueue_extension", ["cluster_name"], ["missing required"],
          {"args": {"resource_group": "kueueops-rg"}}),
     # ---- Kubernetes options of every module (issue 13): kubernetes.core's no_proxy, proxy_headers, several
@@ -553,6 +556,8 @@ CASES = [
     Case("migration-unknown-crd", "kueue_storage_migration", ["crds", "nosuch.kueue.x-k8s.io"], ["Fix:"],
          {"args": {"crds": ["nosuch.kueue.x-k8s.io"]}}),
     Case("migration-timeout-zero", "kueue_storage_migration", ["timeout"], ["Fix:"], {"args": {"timeout": 0}}),
+    Case("migration-workers-zero", "kueue_storage_migration", ["workers", "got 0"], ["the default 8"],
+         {"args": {"workers": 0}}),
 ]
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from ansible.plugins.callback import CallbackBase
 
@@ -28,7 +29,8 @@ class CallbackModule(CallbackBase):
         self.plays.append({"play": {"name": play.get_name()}, "tasks": []})
 
     def v2_playbook_on_task_start(self, task, is_conditional):
-        self.plays[-1]["tasks"].append({"task": {"name": task.get_name()}, "hosts": {}})
+        # seconds: from the task's start to its last result (bench/upgrade.py sums them per phase)
+        self.plays[-1]["tasks"].append({"task": {"name": task.get_name(), "started": time.time()}, "hosts": {}})
 
     v2_playbook_on_handler_task_start = v2_playbook_on_task_start
 
@@ -38,6 +40,8 @@ class CallbackModule(CallbackBase):
         if not self.plays[-1]["tasks"]:
             self.plays[-1]["tasks"].append({"task": {"name": result._task.get_name()}, "hosts": {}})
         self.plays[-1]["tasks"][-1]["hosts"][result._host.get_name()] = data
+        task = self.plays[-1]["tasks"][-1]["task"]
+        task["seconds"] = round(time.time() - task.get("started", time.time()), 3)
 
     def v2_runner_on_ok(self, result):
         self._record(result)
