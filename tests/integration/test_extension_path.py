@@ -383,8 +383,9 @@ def workload_states(kube, namespaces=TEAMS):
 def test_upgrade_the_extension_hop_by_hop_on_its_own_version_form(clean, arm, arm_control, tmp_path):
     """upgrade.yml with the shipped extension inventory: from the extension pinned at 0.18.4-aks.0.4.4 (AKS's version
     form; the emulator installs the chart 0.18.4) to 0.19.2-aks.0.4.4. Bad targets first, refused before any write to
-    ARM or the cluster; check mode (the plan only); the upgrade (one PATCH pinning the target with auto_upgrade_mode
-    none, verified, compared with the backup, the Workloads kept by uid); a re-run with nothing changed."""
+    ARM or the cluster; check mode (the plan only); a hop whose ARM operation fails, pinned back at the version before
+    it; the upgrade (one PATCH pinning the target with auto_upgrade_mode none, verified, compared with the backup, the
+    Workloads kept by uid); a re-run with nothing changed."""
     kube = clean
     started = time.monotonic()
     newest, older = os.environ["KUEUE_EXTENSION_VERSIONS"].split()[:2]
@@ -439,8 +440,28 @@ def test_upgrade_the_extension_hop_by_hop_on_its_own_version_form(clean, arm, ar
     assert any("planned only (check mode)" in line for line in check.result("Report the upgrade")["msg"])
     assert arm_control.writes() == [] and untouched() == before
 
-    # 2. The upgrade: one PATCH pinning the target, auto_upgrade_mode none; verified; the backup matches.
+    # 2. A hop ARM fails (the extension operation ends Failed): the extension is pinned back at the version before
+    # the hop, verified, compared with the backup (nothing to restore), and the run fails naming the hop and why.
     objects = live_normalised(kube, PLURALS)
+    arm_control.clear_requests()
+    arm_control.provisioning(fail={"code": "ExtensionOperationFailed", "message": "emulated: the upgrade failed",
+                                   "count": 1})
+    failed = run(UPGRADE, EXTENSION_INVENTORY, {"kueue_extension_version": newest, "kueue_backup_dir": backups})
+    assert failed.rc != 0, failed.stdout[-3000:]
+    msg = failed.failure_messages()[-1]
+    assert msg.startswith("The upgrade hop %s -> %s failed at \"Pin the AKS managed extension at %s" % (
+        older, newest, newest)), msg
+    assert "emulated: the upgrade failed" in msg and "the extension pinned back" in msg, msg
+    assert "every object of the backup" in msg and "is there unchanged (nothing restored)" in msg, msg
+    assert "Traceback" not in failed.stdout + failed.stderr
+    # the hop's PATCH; then the Failed extension created again at the version before (kueue_extension PUTs a Failed one)
+    assert [m for m, _p in arm_control.writes()] == ["PATCH", "PUT"]
+    props = arm_control.extensions()[0]["properties"]
+    assert (props["version"], props["currentVersion"], props["provisioningState"]) == (older, older, "Succeeded")
+    assert manager_image(kube) == "v0.18.4"
+    assert live_normalised(kube, PLURALS) == objects and workload_states(kube) == states
+
+    # 3. The upgrade: one PATCH pinning the target, auto_upgrade_mode none; verified; the backup matches.
     arm_control.clear_requests()
     up = run(UPGRADE, EXTENSION_INVENTORY, {"kueue_extension_version": "latest", "kueue_backup_dir": backups})
     assert up.rc == 0, up.stdout[-5000:]
@@ -457,7 +478,7 @@ def test_upgrade_the_extension_hop_by_hop_on_its_own_version_form(clean, arm, ar
     assert live_normalised(kube, PLURALS) == objects
     assert workload_states(kube) == states  # the same Workloads: admitted stay admitted, pending stay pending
 
-    # 3. A re-run: up to date, nothing written.
+    # 4. A re-run: up to date, nothing written.
     arm_control.clear_requests()
     again = run(UPGRADE, EXTENSION_INVENTORY, {"kueue_extension_version": newest, "kueue_backup_dir": backups})
     assert again.rc == 0 and again.changed == 0, again.stdout[-3000:]

@@ -47,7 +47,8 @@ class Control:
 
     def provisioning(self, delay_seconds: float = 0, fail: dict | None = None) -> dict:
         """Every following extension operation waits `delay_seconds` first; with `fail`
-        ({"code", "message"}), creates and updates end Failed with that errorInfo."""
+        ({"code", "message"}), creates and updates end Failed with that errorInfo (only the next
+        `fail["count"]` of them when it is given)."""
         return self.call("POST", "provisioning", {"delay_seconds": delay_seconds, "fail": fail})
 
     def offers(self, trains: dict) -> dict:

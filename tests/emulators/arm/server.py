@@ -277,6 +277,11 @@ class Emulator:
             fail = self.provisioning["fail"]
             if fail and action == "install":
                 error = {"code": fail.get("code", "ExtensionOperationFailed"), "message": fail["message"]}
+                # "count": that many operations fail, then they succeed again (one failed upgrade, say)
+                if fail.get("count") is not None:
+                    fail["count"] -= 1
+                    if fail["count"] <= 0:
+                        self.provisioning["fail"] = None
             elif action == "install":
                 error = self.install(rec)
             elif rec["installed"]:  # an extension that never installed anything leaves the cluster alone
