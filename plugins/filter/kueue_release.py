@@ -51,7 +51,7 @@ def kueue_release(version):
     if parsed is None:
         raise AnsibleFilterError('kueue_release: %r is not a version (expected 0.19.2, v0.19.2 or 0.19.2-aks.0.4.4)'
                                  % (version,))
-    return '%d.%d.%d' % parsed.core
+    return parsed.release_text
 
 
 class FilterModule(object):

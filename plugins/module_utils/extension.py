@@ -438,7 +438,7 @@ def version_offer_error(params, offered, cluster_name):
         if same:
             # A chart version (0.19.2) or another packaging of the same Kueue release: name the one ARM offers.
             fix = 'pin %s (Kueue %s as the release train offers it), or omit version to follow the release train' % (
-                same[0], '%d.%d.%d' % versions.parse(version).core)
+                same[0], versions.parse(version).release_text)
         return KueueOpsError('%s is not a version of %s offered to cluster %s in release train %s (offered: %s)' % (
             version, ext_type, cluster_name, train, ', '.join(offered)), field='version', fix=fix)
     return None

@@ -458,19 +458,9 @@ class HelmRunner:
         if plain_http:
             args.append("--plain-http")
         args += self.tls_args(tls)
-        if self.is_v4:
-            if atomic:
-                args.append("--rollback-on-failure")
-            if wait or atomic:
-                args.append("--wait=watcher")
-        else:
-            if atomic:
-                args.append("--atomic")
-            if wait or atomic:
-                args.append("--wait")
-        t = _duration(timeout)
-        if t:
-            args += ["--timeout", t]
+        if atomic:
+            args.append("--rollback-on-failure" if self.is_v4 else "--atomic")
+        args += self._wait_args(wait or atomic, timeout)
         args += list(extra_args or [])
         args += ["--output", "json"]
         return args
@@ -490,15 +480,16 @@ class HelmRunner:
         except ValueError:
             return {"raw": self.scrub(out)}
 
+    def _wait_args(self, wait, timeout):
+        """``--wait`` in this major's form (v4: the watcher strategy) and ``--timeout``, for the commands that change
+        a release (upgrade, rollback, uninstall)."""
+        args = (["--wait=watcher" if self.is_v4 else "--wait"] if wait else [])
+        t = _duration(timeout)
+        return args + (["--timeout", t] if t else [])
+
     def rollback_args(self, release, namespace, revision, wait=True, timeout=None):
         """The argv after the binary for ``helm rollback`` to ``revision`` (pure)."""
-        args = ["rollback", release, str(revision), "--namespace", namespace]
-        if wait:
-            args.append("--wait=watcher" if self.is_v4 else "--wait")
-        t = _duration(timeout)
-        if t:
-            args += ["--timeout", t]
-        return args
+        return ["rollback", release, str(revision), "--namespace", namespace] + self._wait_args(wait, timeout)
 
     def rollback(self, release, namespace, revision, wait=True, timeout=None):
         """helm rollback RELEASE REVISION (a new revision holding that revision's chart, values and CRDs)."""
@@ -514,12 +505,7 @@ class HelmRunner:
             # helm v3 says only "failed to delete release" unless --debug, which adds the API
             # server's reasons (a missing permission, say); uninstall() keeps those lines.
             args.append("--debug")
-        if wait:
-            args.append("--wait=watcher" if self.is_v4 else "--wait")
-        t = _duration(timeout)
-        if t:
-            args += ["--timeout", t]
-        return args
+        return args + self._wait_args(wait, timeout)
 
     def uninstall(self, release, namespace, wait=True, timeout=None):
         """helm uninstall; returns False when the release did not exist."""

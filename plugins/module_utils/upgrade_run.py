@@ -91,7 +91,7 @@ class Planner(ModuleRun):
             raise KueueOpsError('the release train does not offer %s (it offers %s)' % (target, ', '.join(offered)),
                                 field='target_version',
                                 fix=('give %s, Kueue %s as the release train offers it, or latest' % (
-                                    same[-1], '%d.%d.%d' % versions.parse(target).core)) if same else
+                                    same[-1], versions.parse(target).release_text)) if same else
                                 'give one of the offered versions, or latest')
 
         def published(minor):

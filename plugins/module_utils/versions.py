@@ -32,6 +32,11 @@ class Version(namedtuple('Version', 'major minor patch separator suffix')):
         return (self.major, self.minor, self.patch or 0)
 
     @property
+    def release_text(self):
+        """The Kueue release, ``'0.19.6'`` (a missing patch is 0), whatever the form: chart, tag or AKS's."""
+        return '%d.%d.%d' % self.core
+
+    @property
     def text(self):
         """The version as written, without the ``v``: ``0.19.6-aks.0.4.4``."""
         out = self.minor_text + ('' if self.patch is None else '.%d' % self.patch)

@@ -54,7 +54,8 @@ options:
 attributes:
   check_mode:
     support: full
-    details: Lists every object of the CRDs that need a migration and reports their number; writes nothing.
+    details: Counts the objects of the CRDs that need a migration (one LIST of one object per CRD) and reports them;
+      writes nothing.
   diff_mode:
     support: none
 extends_documentation_fragment:
