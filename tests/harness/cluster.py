@@ -191,6 +191,28 @@ class Cluster:
                     "KUEUEOPS_KUBECTL", "KUEUEOPS_HELM", "KUEUEOPS_HELM_V4", "KUEUEOPS_REGISTRY"):
             if not os.access(tools.get(key, ""), os.X_OK):
                 raise HarnessError("%s is not built (%r): run `make toolchain`" % (key, tools.get(key)))
+        # A port is chosen free a moment before its process binds it; another cluster starting on the machine at the
+        # same time (CI starts three) can take it first ("bind: address already in use" in a log): one retry with
+        # other ports absorbs that race.
+        for attempt in (1, 2):
+            started = time.time()
+            try:
+                self._start_all(tools)
+                break
+            except Exception:
+                taken = self._port_taken()
+                self.down()
+                if attempt == 1 and taken:
+                    log("%s could not bind its port (%s); starting again with other ports" % (taken, self.folder))
+                    continue
+                log("start failed; logs are in %s" % self.path("logs"))
+                raise
+        self.state["startup_seconds"] = round(time.time() - started, 1)
+        self._save()
+        log("up in %.1fs: %s (kubeconfig %s)" % (time.time() - started, self.server, self.kubeconfig))
+
+    def _start_all(self, tools: dict) -> None:
+        """Choose the ports and start every process, in order (up()), from empty data folders (down() removes them)."""
         os.makedirs(self.folder, exist_ok=True)
         subprocess.run(["rm", "-rf", self.path("logs")], check=False)  # logs are per run
         for sub in ("logs", "etcd", "registry", "registry-tls", "pki", "agent"):
@@ -205,25 +227,25 @@ class Cluster:
             "started": time.time(),
         }
         self._save()
-        started = time.time()
-        try:
-            self._pki()
-            self._start_etcd()
-            self._start_apiserver()
-            self._write_kubeconfigs()
-            self._start_kcm()
-            self._start_registry()
-            self._start_tls_registry()
-            self._push_charts()
-            self._start_agent()
-            self._wait_ready()
-        except Exception:
-            log("start failed; logs are in %s" % self.path("logs"))
-            self.down()
-            raise
-        self.state["startup_seconds"] = round(time.time() - started, 1)
-        self._save()
-        log("up in %.1fs: %s (kubeconfig %s)" % (time.time() - started, self.server, self.kubeconfig))
+        self._pki()
+        self._start_etcd()
+        self._start_apiserver()
+        self._write_kubeconfigs()
+        self._start_kcm()
+        self._start_registry()
+        self._start_tls_registry()
+        self._push_charts()
+        self._start_agent()
+        self._wait_ready()
+
+    def _port_taken(self) -> str | None:
+        """The process whose log says its port was taken by another (the race up() retries), or None."""
+        folder = self.path("logs")
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            with open(os.path.join(folder, name), "rb") as handle:
+                if b"address already in use" in handle.read():
+                    return name.rsplit(".", 1)[0]
+        return None
 
     def _pki(self) -> None:
         ca = pki.CA(self.path("pki"))
