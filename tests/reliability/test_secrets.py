@@ -203,7 +203,9 @@ def json_run(workdir, name: str, playbook, inventory: dict, extravars: dict | No
     with open(inv, "w") as handle:
         yaml.safe_dump(inventory, handle)
     full_env = {"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_CONNECTION": cache,
-                "KUBECONFIG": "/nonexistent/kubeconfig", "K8S_AUTH_KUBECONFIG": ""}
+                "KUBECONFIG": "/nonexistent/kubeconfig", "K8S_AUTH_KUBECONFIG": "",
+                # ansible-core's default (run_playbook pipelines): the module's arguments in a temporary file
+                "ANSIBLE_PIPELINING": "0"}
     full_env.update(env or {})
     if isinstance(playbook, str) and not os.path.isabs(playbook):
         playbook = os.path.join(PLAYBOOKS, playbook)
