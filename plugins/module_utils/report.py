@@ -66,16 +66,21 @@ def _md_cell(value):
     return str(value).replace('|', '\\|').replace('\n', ' ')
 
 
-def render_lines(result, cluster=None):
-    """Text lines for one cluster (what a debug task prints at the end of a play)."""
-    lines = ['%s%s' % ('%s: ' % cluster if cluster else '', summary(result))]
-    for title, header, rows in tables(result):
+def _tables_lines(titled_tables):
+    """Text lines of ``[(title, header, rows)]``: each table under its title, or ``<title>: none``."""
+    lines = []
+    for title, header, rows in titled_tables:
         if not rows:
             lines.append('%s: none' % title)
             continue
         lines.append('%s:' % title)
         lines.extend('  ' + row for row in _text_table(header, rows))
     return lines
+
+
+def render_lines(result, cluster=None):
+    """Text lines for one cluster (what a debug task prints at the end of a play)."""
+    return ['%s%s' % ('%s: ' % cluster if cluster else '', summary(result))] + _tables_lines(tables(result))
 
 
 def render(results, fmt='text'):
@@ -165,11 +170,6 @@ def capacity_lines(result, cluster=None):
     lines = ['%sCapacity of %d ResourceFlavor(s): %s' % (
         '%s: ' % cluster if cluster else '', len(result.get('flavors') or []),
         '%d warning(s)' % len(warnings) if warnings else 'no warning')]
-    for title, header, rows in capacity_tables(result):
-        if not rows:
-            lines.append('%s: none' % title)
-            continue
-        lines.append('%s:' % title)
-        lines.extend('  ' + row for row in _text_table(header, rows))
+    lines.extend(_tables_lines(capacity_tables(result)))
     lines.extend('note: %s' % note for note in result.get('notes') or [])
     return lines
