@@ -377,10 +377,10 @@ def check(nodes, objects, pools=None):
         resources = sorted(set(r for (f, r) in quotas if f == fname))
         if not selected:
             asked = '; '.join('%s %s' % (r, show(r, sum(q[1] for q in quotas[(fname, r)]))) for r in resources)
+            lost = '; the quota on it (%s) can never be used' % asked if asked else ''
             findings.append(finding('no-nodes', fname, None, 'ResourceFlavor %s selects no node%s: no node carries '
                                     'its nodeLabels %s%s' % (fname, ' nor agent pool' if pools is not None else '',
-                                                              selector, '; the quota on it (%s) can never be used'
-                                                              % asked if asked else '')))
+                                                             selector, lost)))
         for resource in resources:
             entries = quotas[(fname, resource)]
             nominal = sum(e[1] for e in entries)
