@@ -87,7 +87,7 @@ requirements:
 notes:
   - O(secret) is never logged or returned.
   - These options and O(ca_bundle) can be set once, for the modules that call Azure Resource Manager
-    (M(kueueops.aks.kueue_extension)), with C(module_defaults) and the action group
+    (M(kueueops.aks.kueue_extension), M(kueueops.aks.kueue_capacity_info)), with C(module_defaults) and the action group
     C(group/kueueops.aks.azure). The group C(group/kueueops.aks.kueue) holds the Kubernetes options
     only, which every module accepts; Azure options set there would make the other modules fail.
 seealso:

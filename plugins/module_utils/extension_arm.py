@@ -182,6 +182,15 @@ def kube_params(params, fetched_kubeconfig):
 
 
 # ------------------------------------------------------------------ Azure
+def read_managed_cluster(params):
+    """The managed cluster's ARM JSON (``properties.agentPoolProfiles`` among the rest), read with ``params``' Azure
+    options, ``resource_group`` and ``cluster_name`` through kueue_extension's client, retry policy and error
+    messages (kueue_capacity_info reads the agent pools this way)."""
+    arm = KueueExtension(params)
+    arm.connect()
+    return arm.get_cluster()
+
+
 class KueueExtension(ModuleRun):
     def __init__(self, params, check_mode=False, diff=False, no_log=False, no_log_values=None):
         super().__init__(params, check_mode=check_mode, diff=diff, no_log_values=no_log_values)

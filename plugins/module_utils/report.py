@@ -66,16 +66,21 @@ def _md_cell(value):
     return str(value).replace('|', '\\|').replace('\n', ' ')
 
 
-def render_lines(result, cluster=None):
-    """Text lines for one cluster (what a debug task prints at the end of a play)."""
-    lines = ['%s%s' % ('%s: ' % cluster if cluster else '', summary(result))]
-    for title, header, rows in tables(result):
+def _tables_lines(titled_tables):
+    """Text lines of ``[(title, header, rows)]``: each table under its title, or ``<title>: none``."""
+    lines = []
+    for title, header, rows in titled_tables:
         if not rows:
             lines.append('%s: none' % title)
             continue
         lines.append('%s:' % title)
         lines.extend('  ' + row for row in _text_table(header, rows))
     return lines
+
+
+def render_lines(result, cluster=None):
+    """Text lines for one cluster (what a debug task prints at the end of a play)."""
+    return ['%s%s' % ('%s: ' % cluster if cluster else '', summary(result))] + _tables_lines(tables(result))
 
 
 def render(results, fmt='text'):
@@ -123,3 +128,48 @@ def render(results, fmt='text'):
                 'tr.fail td{background:#fdd}</style></head><body><h1>Kueue status</h1>\n'
                 + '\n'.join(chunks) + '\n</body></html>\n')
     return '\n\n'.join(chunks)
+
+
+# ------------------------------------------------------------------ capacity (kueue_capacity_info)
+def _capacity_nodes(flavor):
+    parts = []
+    if flavor.get('nodes'):
+        parts.append('%d node(s)' % len(flavor['nodes']))
+    if flavor.get('pools'):
+        parts.append('pool(s) %s' % ', '.join(flavor['pools']))
+    return ', '.join(parts) or 'none'
+
+
+def _capacity_queues(resource):
+    return '; '.join('%s %s%s' % (q.get('owner', '').split(' ', 1)[-1], q.get('nominal'),
+                                  ' (up to %s)' % q['max_with_borrowing']
+                                  if q.get('max_with_borrowing') not in (None, q.get('nominal')) else '')
+                     for q in resource.get('queues') or []) or '-'
+
+
+def capacity_tables(result):
+    """The capacity table of one cluster (a ``kueue_capacity_info`` result): ``[(title, header, rows)]``: per
+    ResourceFlavor and resource, what its nodes offer, the nominal quota on it, the ratio, the quotas by owner."""
+    rows = []
+    for flavor in result.get('flavors') or []:
+        resources = flavor.get('resources') or [{}]
+        for res in resources:
+            ratio = res.get('ratio')
+            rows.append((str(flavor.get('name', '')), _capacity_nodes(flavor), str(res.get('resource') or '-'),
+                         str(res.get('allocatable') or '-'), str(res.get('nominal') or '-'),
+                         '%.2fx' % ratio if ratio is not None else '-', _capacity_queues(res)))
+    findings = [(f.get('severity', ''), f.get('message', '')) for f in result.get('findings') or []]
+    return [('Capacity', ('ResourceFlavor', 'nodes', 'resource', 'allocatable', 'nominal', 'quota/allocatable',
+                          'quotas (with borrowing)'), rows),
+            ('Capacity findings', ('severity', 'finding'), findings)]
+
+
+def capacity_lines(result, cluster=None):
+    """Text lines of the capacity check of one cluster (what status.yml and configure_queues print)."""
+    warnings = [f for f in result.get('findings') or [] if f.get('severity') == 'warning']
+    lines = ['%sCapacity of %d ResourceFlavor(s): %s' % (
+        '%s: ' % cluster if cluster else '', len(result.get('flavors') or []),
+        '%d warning(s)' % len(warnings) if warnings else 'no warning')]
+    lines.extend(_tables_lines(capacity_tables(result)))
+    lines.extend('note: %s' % note for note in result.get('notes') or [])
+    return lines

@@ -76,14 +76,6 @@ OPTION_VARIABLES = {
         'update_protected_settings': 'kueue_extension_update_protected_settings',
         'timeout': 'kueue_extension_timeout',
         'admin_credentials': 'kueue_aks_admin_credentials',
-        'auth_source': 'kueue_azure_auth_source (or ANSIBLE_AZURE_AUTH_SOURCE)',
-        'subscription_id': 'kueue_azure_subscription_id (or AZURE_SUBSCRIPTION_ID)',
-        'client_id': 'kueue_azure_client_id (or AZURE_CLIENT_ID)',
-        'secret': 'kueue_azure_secret (or AZURE_SECRET)',
-        'tenant': 'kueue_azure_tenant (or AZURE_TENANT)',
-        'profile': 'kueue_azure_profile (or AZURE_PROFILE)',
-        'cloud_environment': 'kueue_azure_cloud_environment (or AZURE_CLOUD_ENVIRONMENT)',
-        'ca_bundle': 'kueue_azure_ca_bundle (or AZURE_CA_BUNDLE)',
     },
     'kueue_backup': {
         'dest': 'kueue_backup_dir',
@@ -105,11 +97,32 @@ OPTION_VARIABLES = {
     },
     'kueue_jobs_info': {
     },
+    'kueue_capacity_info': {
+        'resources': 'kueue_resources',
+        'src': 'kueue_resources_src',
+        'strict': 'kueue_capacity_check (strict)',
+        'resource_group': 'kueue_aks_resource_group',
+        'cluster_name': 'kueue_aks_cluster_name',
+    },
     'kueue_storage_migration': {
         'timeout': 'kueue_upgrade_migration_timeout',
         'page_size': 'kueue_upgrade_migration_page_size',
     },
 }
+
+# The Azure options (azure_auth.AZURE_AUTH_ARGSPEC and the CA bundle) of the modules that call ARM.
+AZURE_VARIABLES = {
+    'auth_source': 'kueue_azure_auth_source (or ANSIBLE_AZURE_AUTH_SOURCE)',
+    'subscription_id': 'kueue_azure_subscription_id (or AZURE_SUBSCRIPTION_ID)',
+    'client_id': 'kueue_azure_client_id (or AZURE_CLIENT_ID)',
+    'secret': 'kueue_azure_secret (or AZURE_SECRET)',
+    'tenant': 'kueue_azure_tenant (or AZURE_TENANT)',
+    'profile': 'kueue_azure_profile (or AZURE_PROFILE)',
+    'cloud_environment': 'kueue_azure_cloud_environment (or AZURE_CLOUD_ENVIRONMENT)',
+    'ca_bundle': 'kueue_azure_ca_bundle (or AZURE_CA_BUNDLE)',
+}
+for _module in ('kueue_extension', 'kueue_capacity_info'):
+    OPTION_VARIABLES[_module].update(AZURE_VARIABLES)
 
 # kueue_upgrade_plan takes kueue_helm's chart, registry, gate and integration options, set by the same variables.
 OPTION_VARIABLES['kueue_upgrade_plan'] = dict(

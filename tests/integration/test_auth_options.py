@@ -253,6 +253,8 @@ def test_every_option_through_the_groups_check_and_diff_mode_and_the_proxy(
         "kueue_upgrade_plan": {"chart_ref": os.environ["KUEUE_CHART_REF"], "target_version": chart_version,
                                "plain_http": True},
         "kueue_storage_migration": {"page_size": 50},
+        # the nodes and the live flavors through the proxy, the agent pools from ARM through the azure group
+        "kueue_capacity_info": {"resource_group": azure["AKS_RESOURCE_GROUP"], "cluster_name": azure["AKS_CLUSTER_NAME"]},
     }
     modules = sorted(f[:-3] for f in os.listdir(os.path.join(rbac.REPO, "plugins", "modules")) if f.endswith(".py"))
     assert sorted(tasks) == modules

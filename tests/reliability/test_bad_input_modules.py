@@ -446,6 +446,16 @@ CASES = [
     Case("info-unknown-option", "kueue_info", ["namespace"], ["Supported parameters"],
          {"args": {"namespace": "kueue-system"}}),
 
+    # ---- kueue_capacity_info (issue 16)
+    Case("capacity-strict-not-bool", "kueue_capacity_info", ["strict", "perhaps"], ["valid booleans"],
+         {"args": {"strict": "perhaps"}}),
+    Case("capacity-resource-group-without-cluster-name", "kueue_capacity_info", ["cluster_name", "resource_group"],
+         ["set both resource_group and cluster_name"], {"args": {"resource_group": "kueueops-rg"}}),
+    Case("capacity-src-missing", "kueue_capacity_info", ["src", "/nonexistent/queues.yaml"], ["readable YAML"],
+         {"args": {"src": "/nonexistent/queues.yaml"}}),
+    Case("capacity-resources-not-a-list", "kueue_capacity_info", ["resources"], ["list"],
+         {"args": {"resources": {"kind": "ResourceFlavor"}}}),
+
     # ---- kueue_verify
     Case("verify-smoke-ref-without-namespace", "kueue_verify", ["smoke_test"], ["NAMESPACE/LOCALQUEUE"],
          {"args": {"smoke_test": [LQ], "timeout": 60}}),

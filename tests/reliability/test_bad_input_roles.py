@@ -177,6 +177,8 @@ CASES = [
       playbook=CONFIGURE, vars={"kueue_resources": {"ResourceFlavor": "cpu-on-demand"}}),
     C("queue-resources-src-missing", "configure_queues", ["{tmp}/no-such-queues.yaml"], ["kueue_resources_src"],
       playbook=CONFIGURE, vars={"kueue_resources_src": "{tmp}/no-such-queues.yaml"}),
+    C("capacity-check-invalid", "configure_queues", ["kueue_capacity_check", "loose"], ["warn, strict, off"],
+      playbook=CONFIGURE, vars=dict(QUEUES, kueue_capacity_check="loose")),
     C("smoke-test-queue-without-namespace", "configure_queues", ["kueue_smoke_test_queues", "vision"],
       ["NAMESPACE/LOCALQUEUE"],
       playbook=CONFIGURE, vars=dict(QUEUES, kueue_smoke_test=True, kueue_smoke_test_queues=["vision"])),
@@ -220,6 +222,8 @@ CASES = [
     C("status-namespace-without-kueue", "status", ["no-kueue-here", "deployment/kueue-controller-manager"],
       ["set kueue_namespace"],
       playbook=STATUS, vars={"kueue_namespace": "no-kueue-here"}),
+    C("status-capacity-check-invalid", "status", ["kueue_capacity_check", "loose"], ["warn", "off"],
+      playbook=STATUS, vars={"kueue_capacity_check": "loose"}),
     C("status-fail-on-error-not-a-bool", "status", ["kueue_status_fail_on_error", "perhaps"], ["set it to true"],
       playbook=STATUS, vars={"kueue_status_fail_on_error": "perhaps", "kueue_namespace": "no-kueue-here"}),
     # ---------------------------------------------------------------- extension path (ARM emulator)

@@ -195,6 +195,11 @@ def test_install_as_the_install_user(lifecycle, kube):
 
 
 # ------------------------------------------------------------------------------ configure_queues
+CONFIGURE_CAPACITY_TASK = ("Check the declared quotas against the nodes each ResourceFlavor selects (kueue_capacity_check; "
+                           "strict fails before any write)")
+CAPACITY_TASK = "Check the live quotas against the nodes each ResourceFlavor selects"
+
+
 def test_configure_queues_without_create_on_clusterqueues_fails_before_any_write(lifecycle, kube):
     docs = rbac.without(rbac.load("configure-queues"), "ClusterRole", "kueue.x-k8s.io", "clusterqueues", "create")
     rbac.apply(lifecycle, docs)
@@ -221,6 +226,8 @@ def test_configure_queues_as_the_configure_queues_user(lifecycle, kube):
     smoke = result.result("Smoke test")
     assert [c["name"] for c in smoke["checks"] if c["name"].startswith("smoke-test/") and c["ok"]] == [
         "smoke-test/team-vision/vision", "smoke-test/team-nlp/nlp"], smoke["checks"]
+    # The capacity check ran first with this role (nodes listed), on the declared configuration.
+    assert result.result(CONFIGURE_CAPACITY_TASK)["configuration"] == "declared"
     again = run_playbook(PLAYBOOK % "configure_queues", extravars=dict(_queues_vars(), **extravars), env=env)
     assert again.rc == 0 and again.changed == 0, again
 
@@ -236,7 +243,23 @@ def test_status_as_the_status_user(lifecycle, kube):
     status = result.result("Check Kueue and read its queues")
     assert status["ok"] is True, status["checks"]
     assert len(status["queues"]["cluster_queues"]) >= 2 and len(status["queues"]["local_queues"]) == 2, status
+    # The capacity table (issue 16) with the same role: the live flavors read, the nodes listed.
+    capacity = result.result(CAPACITY_TASK)
+    assert capacity["configuration"] == "live" and capacity["node_count"] >= 1, capacity
+    assert {"cpu-on-demand", "cpu-spot", "gpu-a100"} <= set(f["name"] for f in capacity["flavors"]), capacity
     assert rbac.snapshot(kube) == before
+
+
+def test_status_without_list_on_nodes_names_it(lifecycle, kube):
+    docs = rbac.without(rbac.load("status"), "ClusterRole", "", "nodes", "list")
+    rbac.apply(lifecycle, docs)
+    extravars, env = _as(lifecycle, "status")
+    result = run_playbook(PLAYBOOK % "status", extravars=extravars, env=env)
+    _no_traceback(result)
+    message = _failure(result)
+    assert forbidden_permissions(message) == ["cannot list nodes"], message
+    assert result.result("Check Kueue and read its queues")["ok"] is True  # the checks before it still ran
+    rbac.apply(lifecycle, rbac.load("status"))
 
 
 def test_status_without_list_on_secrets_names_it(lifecycle, kube):

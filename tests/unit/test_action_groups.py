@@ -27,7 +27,7 @@ def test_groups_hold_only_modules_that_take_their_options():
     assert sorted(groups["kueue"]) == MODULES
     assert all("kueueops.aks.kube_auth" in fragments(m) for m in groups["kueue"])
     azure = sorted(m for m in MODULES if "kueueops.aks.azure_auth" in fragments(m))
-    assert azure == sorted(groups["azure"]) == ["kueue_extension"]
+    assert azure == sorted(groups["azure"]) == ["kueue_capacity_info", "kueue_extension"]
     assert all("kueueops.aks.azure_auth.connection" in fragments(m) for m in azure)
 
 

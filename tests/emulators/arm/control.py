@@ -61,6 +61,12 @@ class Control:
         currentKubernetesVersion, sku, nodeProvisioningProfile, agentPoolProfiles...); returns the cluster."""
         return self.call("PATCH", "cluster", properties)
 
+    def agent_pools(self, *profiles: dict) -> dict:
+        """The cluster's agentPoolProfiles become the system pool nodepool1 and these pools (ManagedClusterAgentPoolProfile
+        fields: name, vmSize, count, enableAutoScaling, minCount, maxCount, maxPods, nodeLabels, nodeTaints,
+        scaleSetPriority, mode...), each completed as ARM returns it; reset() restores nodepool1 alone."""
+        return self.call("PUT", "agentpools", list(profiles))
+
     def requests(self, method: str | None = None, path: str | None = None) -> list[dict]:
         """The ARM and token requests received since the last reset: method, path, status, time."""
         items = self.call("GET", "requests")["requests"]

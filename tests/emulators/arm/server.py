@@ -54,6 +54,47 @@ DEFAULT_CLUSTER = {
 }
 
 
+# ManagedClusterAgentPoolProfile (managedClusters.json of the containerservice spec, 2025-10-01): the fields an
+# agentPoolProfiles entry may set through the agentpools switch, with their JSON types; what ARM fills in when a
+# pool is created without them (type, osType, osSKU, mode, maxPods 250 on Azure CNI overlay, the version, the
+# states) comes from pool_profile.
+AGENT_POOL_FIELDS = {"name": str, "count": int, "vmSize": str, "osType": str, "osSKU": str, "mode": str,
+                     "enableAutoScaling": bool, "minCount": int, "maxCount": int, "maxPods": int,
+                     "nodeLabels": dict, "nodeTaints": list, "scaleSetPriority": str,
+                     "scaleSetEvictionPolicy": str, "availabilityZones": list, "type": str}
+
+
+def pool_profile(given: dict) -> dict:
+    """An agentPoolProfiles entry as GET managedClusters returns it, from the fields a test gives; a field of
+    the wrong JSON type, or an autoscaler without minCount/maxCount, is refused (400) as ARM refuses it."""
+    for key, value in given.items():
+        if key not in AGENT_POOL_FIELDS or not isinstance(value, AGENT_POOL_FIELDS[key]) or (
+                AGENT_POOL_FIELDS[key] is int and isinstance(value, bool)):
+            raise ArmError(400, "InvalidParameter", "agentPoolProfiles: %r is not a field of "
+                           "ManagedClusterAgentPoolProfile of that type" % key)
+    if not given.get("name") or not given.get("vmSize"):
+        raise ArmError(400, "InvalidParameter", "agentPoolProfiles: name and vmSize are required")
+    if given.get("enableAutoScaling") and not (isinstance(given.get("minCount"), int)
+                                               and isinstance(given.get("maxCount"), int)):
+        raise ArmError(400, "InvalidParameter", "agentPoolProfiles: enableAutoScaling needs minCount and maxCount")
+    if any(not isinstance(t, str) or ":" not in t for t in given.get("nodeTaints") or []):
+        raise ArmError(400, "InvalidParameter", "agentPoolProfiles: nodeTaints are strings key=value:Effect")
+    spot = given.get("scaleSetPriority") == "Spot"
+    taints = list(given.get("nodeTaints") or [])
+    if spot and "kubernetes.azure.com/scalesetpriority=spot:NoSchedule" not in taints:
+        taints.append("kubernetes.azure.com/scalesetpriority=spot:NoSchedule")  # AKS adds it to every Spot pool
+    profile = {"count": 1, "osType": "Linux", "osSKU": "Ubuntu", "mode": "User", "type": "VirtualMachineScaleSets",
+               "enableAutoScaling": False, "maxPods": 250, "orchestratorVersion": DEFAULT_CLUSTER["kubernetesVersion"],
+               "currentOrchestratorVersion": DEFAULT_CLUSTER["kubernetesVersion"], "provisioningState": "Succeeded",
+               "powerState": {"code": "Running"}, "scaleSetPriority": "Regular"}
+    profile.update(given)
+    if taints:
+        profile["nodeTaints"] = taints
+    if spot:
+        profile.setdefault("scaleSetEvictionPolicy", "Delete")
+    return profile
+
+
 def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -743,6 +784,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     raise ArmError(400, "BadRequest", "offers: {release train: [versions]}")
                 em.offers.update({k.lower(): list(v) for k, v in body.items()})
                 return self.send(200, {"offers": em.offers})
+            if what == "agentpools" and self.command == "PUT":
+                if not isinstance(body, list) or not all(isinstance(p, dict) for p in body):
+                    raise ArmError(400, "BadRequest", "agentpools: a list of agentPoolProfiles entries")
+                em.cluster_props["agentPoolProfiles"] = (copy.deepcopy(DEFAULT_CLUSTER["agentPoolProfiles"])
+                                                         + [pool_profile(p) for p in body])
+                return self.send(200, em.cluster())
             if what == "cluster" and self.command == "PATCH":
                 em.cluster_props = merge(em.cluster_props, body or {})
                 return self.send(200, em.cluster())
