@@ -105,6 +105,20 @@ OPTION_VARIABLES = {
     },
     'kueue_jobs_info': {
     },
+    'kueue_drift_info': {
+        'resources': 'kueue_resources',
+        'src': 'kueue_resources_src',
+        'secrets': 'kueue_secrets',
+        'kueue_namespace': 'kueue_namespace',
+        'release_name': 'kueue_release_name',
+        'version': 'kueue_version',
+        'feature_gates': 'kueue_feature_gates',
+        'integrations': 'kueue_integrations',
+        'values': 'kueue_helm_values',
+        'values_files': 'kueue_helm_values_files',
+        'configuration_settings': 'kueue_extension_configuration_settings',
+        'extension_version': 'kueue_extension_version',
+    },
     'kueue_storage_migration': {
         'timeout': 'kueue_upgrade_migration_timeout',
         'page_size': 'kueue_upgrade_migration_page_size',
