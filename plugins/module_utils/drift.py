@@ -8,8 +8,7 @@ Two halves, both reported per object or per key with the declared and the live v
 - **Queue objects**: the declared Kueue objects (``kueue_resources`` / ``kueue_resources_src`` / ``kueue_secrets``,
   loaded, normalised and validated as kueue_queues does, without its server-side dry-run, which needs write
   permissions) against one LIST per kind: ``missing`` (declared, not in the cluster), ``changed`` (each declared
-  field whose live value differs, quantities compared by amount, and each field this collection's field manager
-  applied that is no longer declared), ``extra`` (applied by this collection's field manager, no longer declared:
+  field whose live value differs, quantities compared by amount), ``extra`` (applied by this collection's field manager, no longer declared:
   what ``prune`` would delete) and ``undeclared`` (Kueue objects nobody declared here). Secret values are never
   shown (``errors.REDACTED``).
 - **The install**: on Helm, the release's values (Helm's own record, no helm binary) against the values the
@@ -107,27 +106,6 @@ def all_differing_paths(declared, live, parts=()):
 
 
 # ------------------------------------------------------------------ queue objects
-def _owned_leaves(live, manager):
-    """The ``f:`` paths (mappings only) of the fields ``manager``'s last apply owns."""
-    entry = q.own_apply_entry(live, manager)
-    out = []
-
-    def walk(fields, parts):
-        for key, sub in (fields if isinstance(fields, dict) else {}).items():
-            if key == '.':
-                continue
-            if not key.startswith('f:'):
-                return  # list elements: compared through the declared list itself
-            if sub:
-                walk(sub, parts + (key[2:],))
-            else:
-                out.append(parts + (key[2:],))
-
-    if entry is not None:
-        walk(entry.get('fieldsV1') or {}, ())
-    return out
-
-
 def _secret_data(obj):
     """{key: bytes} of a Secret's ``data`` (base64) and ``stringData``; None for a value that is not readable."""
     out = {}
@@ -143,8 +121,7 @@ def _secret_data(obj):
 
 def object_differences(declared, live, manager=q.FIELD_MANAGER):
     """``[{field, declared, live}]`` for one object declared and present: every declared field whose live value
-    differs (quantities by amount), and every field ``manager`` applied that is no longer declared (an apply would
-    remove it). A Secret's values are never shown."""
+    differs (quantities by amount). A Secret's values are never shown."""
     if declared.get('kind') == 'Secret':
         mine, theirs = _secret_data(declared), _secret_data(live)
         return [{'field': 'data.%s' % key, 'declared': REDACTED if key in mine else ABSENT,
@@ -156,10 +133,10 @@ def object_differences(declared, live, manager=q.FIELD_MANAGER):
     have = q.canonical_quantities(engine_mod.configuration_of(live))
     have.pop('apiVersion', None)
     want.pop('apiVersion', None)
+    # Only what the declaration holds is compared. A field this manager applied earlier and no longer declares
+    # is not reported: Kueue's defaulting webhook attributes the fields it sets to the applier too, so the
+    # managedFields cannot tell such a field from a default (kueue_queues --check --diff, whose dry-run can, shows it).
     paths = differing_paths(want, have)
-    for owned in _owned_leaves(live, manager):
-        if _at(want, owned) is _MISSING and owned[0] not in ('status',):
-            paths.append(owned)
     out, seen = [], set()
     for parts in paths:
         text = path_text(parts)
@@ -426,6 +403,10 @@ def check_params(params):
     if version and str(version).strip().lower() != 'latest' and versions.parse(version, patch=True) is None:
         raise KueueOpsError('%r is not a Kueue version' % version, field='version',
                             fix='give the declared chart version (0.19.2), latest, or omit it')
+    ext_version = params.get('extension_version')
+    if ext_version and versions.parse(ext_version, patch=True) is None:
+        raise KueueOpsError('%r is not a version of the extension' % ext_version, field='extension_version',
+                            fix="give the pinned version in AKS's form (0.19.2-aks.0.4.4), or omit it")
     if params.get('values_files'):
         load_values_files(params['values_files'])
     problems = hv.detect_misnested_values(params.get('values') or {})

@@ -10,10 +10,10 @@ description:
   - Compares the declared queue configuration - O(resources), O(src) and O(secrets), taken, loaded, converted and
     validated exactly as M(kueueops.aks.kueue_queues) takes them (the C(configure_queues) entry point's
     C(kueue_resources), C(kueue_resources_src) and C(kueue_secrets)) - with the cluster, per object. RV(objects)
-    lists what is C(missing) (declared, not in the cluster), C(changed) (with every field whose live value differs
-    from the declared one, quantities compared by amount, and every field this collection's field manager
-    C(kueueops) applied that is no longer declared), C(extra) (applied by C(kueueops), no longer declared - what
-    C(prune) would delete) and C(undeclared) (Kueue objects nobody declared here, with their field managers; the
+    lists what is C(missing) (declared, not in the cluster), C(changed) (with every declared field whose live value
+    differs, quantities compared by amount; a field removed from the declaration is not compared, since Kueue's
+    defaulting webhook attributes the defaults it sets to the applier too), C(extra) (applied by C(kueueops), no
+    longer declared - what C(prune) would delete) and C(undeclared) (Kueue objects nobody declared here, with their field managers; the
     C(aks-*) objects of the AKS managed extension excepted). Secret values are never shown.
   - Then the install (RV(install)). On a Helm install, the release's values (read from Helm's own release record,
     no helm binary) against the values O(feature_gates), O(integrations), O(values) and O(values_files) render for
@@ -166,6 +166,7 @@ problems:
 """
 
 from ansible_collections.kueueops.aks.plugins.module_utils import drift, queues
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import namespace_name_error
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
 
@@ -187,6 +188,9 @@ def main():
         extension_version=dict(type='str'),
     ), supports_check_mode=True)
     module.check_namespace('kueue_namespace')
+    if namespace_name_error(module.params['release_name'], 'release_name') is not None:
+        module.refuse('%r is not a valid Helm release name' % module.params['release_name'], 'release_name',
+                      'use a DNS-1123 label (lowercase letters, digits and "-"), the name given to helm install')
     if queues.yaml is None:
         module.refuse('PyYAML is not installed', 'src', 'pip install PyYAML in the Python that runs the module')
     api_client = module.api_client
