@@ -182,10 +182,10 @@ def object_drift(objects, live, manager=q.FIELD_MANAGER, aks_managed=False, kueu
         if fields:
             changed.append(dict(_ref(key), fields=fields))
             if diff:
+                after = q.diff_view(expected_view(obj, current), current)
                 diffs.append({'before_header': '%s (live)' % api.key_label(key),
                               'after_header': '%s (declared)' % api.key_label(key),
-                              'before': q.diff_view(current), 'after': q.diff_view(expected_view(obj, current),
-                                                                                    current)})
+                              'before': q.diff_view(current), 'after': after})
     extra_keys = q.prune_candidates(live, declared_keys, manager, aks_managed, objects, kueue_namespace)
     extra = [_ref(k) for k in sorted(extra_keys, key=_order)]
     if diff:

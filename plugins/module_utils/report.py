@@ -75,6 +75,10 @@ def _object_name(ref):
                         ref.get('name', ''))
 
 
+def _managers(ref):
+    return ', '.join(ref.get('managers') or []) or 'unknown'
+
+
 def drift_summary(drift):
     """``drift: none`` or ``drift: 1 missing, 2 changed, ... 3 install key(s)``; '' without a drift report."""
     if not isinstance(drift, dict) or 'counts' not in drift:
@@ -98,8 +102,7 @@ def drift_tables(drift):
                      drift_value(f.get('live'))) for f in ref.get('fields') or [])
     rows.extend(('extra', _object_name(r), '-', '(no longer declared)', 'applied by kueueops')
                 for r in objects.get('extra') or [])
-    rows.extend(('undeclared', _object_name(r), '-', '(absent)', 'by %s' % (', '.join(r.get('managers') or [])
-                                                                          or 'unknown'))
+    rows.extend(('undeclared', _object_name(r), '-', '(absent)', 'by %s' % _managers(r))
                 for r in objects.get('undeclared') or [])
     install = drift.get('install') or {}
     inst = [(d.get('source', ''), d.get('key', ''), drift_value(d.get('declared')), drift_value(d.get('live')))
