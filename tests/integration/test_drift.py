@@ -3,8 +3,9 @@ kueueops.aks.kueue_drift_info against the real local control plane and the real 
 
 One Kueue install (the module's `kueue` fixture) and three ansible-playbook runs for the Helm path: the declared
 configuration applied once with kueue_queues, then status.yml on the clean cluster (no drift, exit 0, changed=0,
-nothing written), then after the changes an admin makes behind the collection's back - a ClusterQueue quota edited as
-`kubectl edit` does (another field manager), a LocalQueue deleted, a ClusterQueue created by hand, the manager's
+nothing written), then after the changes an admin makes behind the collection's back - a value set on the Helm
+release (helm upgrade --reuse-values --set), a ClusterQueue quota edited as `kubectl edit` does (another field
+manager), a LocalQueue deleted, a ClusterQueue created by hand, the manager's
 Configuration ConfigMap edited (a feature gate turned off there, waitForPodsReady turned on), an object dropped from
 the declaration - status.yml with kueue_fail_on_drift names every object, field and key, writes the report and
 fails after it. A MultiKueue Secret declared in the src file is rotated by hand too: reported
@@ -136,9 +137,13 @@ def test_a_clean_cluster_has_no_drift_and_status_changes_nothing(declared):
     assert rbac.snapshot(kube) == before
 
 
-def test_changes_behind_the_collections_back_are_named_and_fail_the_run_after_the_report(declared):
+def test_changes_behind_the_collections_back_are_named_and_fail_the_run_after_the_report(cluster, declared):
     kube, variables, folder = declared
     custom, core = client.CustomObjectsApi(kube), client.CoreV1Api(kube)
+    # A value set on the release by hand (helm upgrade --reuse-values --set): the chart's default, so no Pod changes.
+    helm(cluster, os.environ["HELM_V3"], "upgrade", "kueue", os.environ["KUEUE_CHART_REF"], "--version",
+         variables["kueue_version"], "--plain-http", "-n", "kueue-system", "--reuse-values", "--set",
+         "controllerManager.replicas=1", "--wait", "--timeout", "5m")
     # kubectl edit of a quota: an Update by another field manager.
     edited = custom.get_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", "dr-team-a")
     edited["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "40"
@@ -182,10 +187,11 @@ def test_changes_behind_the_collections_back_are_named_and_fail_the_run_after_th
     assert objects["extra"] == [{"kind": "WorkloadPriorityClass", "name": "dr-high"}]
     assert objects["undeclared"] == [{"kind": "ClusterQueue", "name": "dr-by-hand", "managers": ["kubectl-create"]}]
     install = dict(((d["source"], d["key"]), (d["declared"], d["live"])) for d in found["install"]["differences"])
-    assert install == {("manager configuration", "waitForPodsReady"): ("(absent)", {"enable": True}),
+    assert install == {("helm values", "controllerManager"): ("(absent)", {"replicas": 1}),
+                       ("manager configuration", "waitForPodsReady"): ("(absent)", {"enable": True}),
                        ("manager configuration", "featureGates"): ("(absent)", {"TopologyAwareScheduling": False}),
                        ("feature gates", "TopologyAwareScheduling"): ("(absent)", False)}, install
-    assert found["counts"] == {"missing": 1, "changed": 2, "extra": 1, "undeclared": 1, "install": 3}
+    assert found["counts"] == {"missing": 1, "changed": 2, "extra": 1, "undeclared": 1, "install": 4}
     # The same diff as kueue_queues' diff mode: before = live, after = the declared values over it.
     diffs = dict((d["before_header"], d) for d in found["diff"])
     quota = diffs["ClusterQueue dr-team-a (live)"]
@@ -193,7 +199,7 @@ def test_changes_behind_the_collections_back_are_named_and_fail_the_run_after_th
     assert quota["after"]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "16"
     # The report, printed and written, names each object, field and key.
     shown = "\n".join(result.result("Show the status")["msg"])
-    for text in ("drift: 1 missing, 2 changed, 1 extra, 1 undeclared, 3 install key(s) differ",
+    for text in ("drift: 1 missing, 2 changed, 1 extra, 1 undeclared, 4 install key(s) differ",
                  "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota", "LocalQueue dr-team-a/dr-queue",
                  "by kubectl-create", "WorkloadPriorityClass dr-high", "waitForPodsReady"):
         assert text in shown, (text, shown)
