@@ -14,6 +14,10 @@ description:
   - Turns the result of M(kueueops.aks.kueue_verify) (or a mapping of cluster name to such results) into a compact
     report, with a table of checks (pass/fail and why), of ClusterQueues (cohort, flavors with used/nominal quota,
     pending and admitted workloads, active) and of LocalQueues (their ClusterQueue, pending, admitted).
+  - When a result carries a C(drift) key (the result of M(kueueops.aks.kueue_drift_info), as C(playbooks/status.yml)
+    attaches it), the report adds the drift to the summary line and two tables, queue objects (missing, changed with
+    each field and the declared and live values, extra, undeclared) and the install (each differing key with its
+    source).
   - C(lines) gives a list of text lines, which the P(ansible.builtin.debug#module) module prints readably at the end
     of a play; C(text), C(markdown) and C(html) give one string, for a file, an AWX artifact or a wiki page.
 options:

@@ -608,17 +608,11 @@ def _scrub(problems, values):
         if values else problems
 
 
-def run(api_client, params, check_mode=False, diff=False, log=None, no_log_values=None):
-    """One kueue_queues run. Returns the result dict; raises QueueProblems / KueueOpsError / ApiException.
-
-    ``no_log_values`` (a set) receives every value of the Secrets read from the input or the
-    cluster as soon as they are read, so that the caller masks them in whatever it prints.
-    """
-    engine = QueueEngine(api_client, workers=params.get('workers') or 8, log=log)
-    timeout = params.get('timeout') or 300
-    deadline = Deadline(timeout)
-    kueue_ns = params.get('kueue_namespace') or 'kueue-system'
-    masked = no_log_values if no_log_values is not None else set()
+def load_declared(params, masked):
+    """The declared documents of ``resources``, ``src`` and ``secrets`` as ``[(origin, document)]``, and the
+    problems found so far (a Secret in ``resources``); read before the cluster is contacted. Every Secret value
+    joins ``masked`` as soon as it is read. A file or folder that cannot be read raises KueueOpsError naming
+    ``src``. kueue_queues and kueue_drift_info take their input this one way."""
     secret_docs = [('secrets[%d]' % idx, doc) for idx, doc in enumerate(params.get('secrets') or [])]
     masked.update(q.secret_values([doc for _origin, doc in secret_docs]))
     try:
@@ -633,17 +627,37 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
                                                       'never in resources, whose values Ansible may log'))
     items = [(o, d) for o, d in items
              if not (o.startswith('resources[') and isinstance(d, dict) and d.get('kind') == 'Secret')] + secret_docs
-    engine.discover()
-    aks_managed = params.get('aks_extension')
-    if aks_managed is None:
-        aks_managed = engine.detect_aks_extension(kueue_ns)
+    return items, problems
 
-    # Objects declared at another API version than the one they are sent at (converted by normalise_all).
+
+def normalise_declared(engine, items, problems, kueue_ns, masked):
+    """``(objects, converted)``: the declared documents normalised to the versions the cluster serves
+    (``engine.discover()`` ran), in dependency order, and the keys of those declared at another API version."""
     converted = set(api.obj_key(doc) for _origin, doc in items if isinstance(doc, dict)
                     and doc.get('kind') in engine.served
                     and doc.get('apiVersion') != '%s/%s' % (api.GROUP, engine.served[doc['kind']]))
     objects = q.dependency_order(q.normalise_all(items, engine.served, problems, kueue_ns))
     masked.update(q.secret_values(objects))
+    return objects, converted
+
+
+def run(api_client, params, check_mode=False, diff=False, log=None, no_log_values=None):
+    """One kueue_queues run. Returns the result dict; raises QueueProblems / KueueOpsError / ApiException.
+
+    ``no_log_values`` (a set) receives every value of the Secrets read from the input or the
+    cluster as soon as they are read, so that the caller masks them in whatever it prints.
+    """
+    engine = QueueEngine(api_client, workers=params.get('workers') or 8, log=log)
+    timeout = params.get('timeout') or 300
+    deadline = Deadline(timeout)
+    kueue_ns = params.get('kueue_namespace') or 'kueue-system'
+    masked = no_log_values if no_log_values is not None else set()
+    items, problems = load_declared(params, masked)
+    engine.discover()
+    aks_managed = params.get('aks_extension')
+    if aks_managed is None:
+        aks_managed = engine.detect_aks_extension(kueue_ns)
+    objects, converted = normalise_declared(engine, items, problems, kueue_ns, masked)
     result = {
         'api_version': '%s/%s' % (api.GROUP, engine.served.get('ClusterQueue', sorted(engine.served.values())[0])),
         'api_versions': dict(engine.served),

@@ -203,6 +203,8 @@ def _documents_of_file(path, field):
             docs = list(yaml.safe_load_all(handle))
     except OSError as exc:
         raise LoadError(field, 'cannot read %s: %s' % (path, exc.strerror or exc))
+    except UnicodeDecodeError as exc:
+        raise LoadError(field, 'cannot read %s: it is not UTF-8 text (byte %d: %s)' % (path, exc.start, exc.reason))
     except yaml.YAMLError as exc:
         raise LoadError(field, '%s is not valid YAML: %s' % (path, str(exc).replace('\n', ' ')))
     out = []

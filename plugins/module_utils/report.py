@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import html
+import json
 
 FORMATS = ('text', 'markdown', 'html')
 
@@ -42,6 +43,7 @@ def tables(result):
     out.append(('ClusterQueues', ('ClusterQueue', 'cohort', 'flavors (used/nominal)', 'pending', 'admitted',
                                   'active'), cqs))
     out.append(('LocalQueues', ('LocalQueue', 'ClusterQueue', 'pending', 'admitted', 'active'), lqs))
+    out.extend(drift_tables(result.get('drift')))
     return out
 
 
@@ -49,8 +51,67 @@ def summary(result):
     failed = result.get('failed_checks') or []
     head = 'Kueue %s (%s)' % (result.get('version') or 'not found', result.get('install_method') or 'unknown')
     if failed:
-        return '%s: %d check(s) failed: %s' % (head, len(failed), ', '.join(failed))
-    return '%s: all %d checks passed' % (head, len(result.get('checks') or []))
+        text = '%s: %d check(s) failed: %s' % (head, len(failed), ', '.join(failed))
+    else:
+        text = '%s: all %d checks passed' % (head, len(result.get('checks') or []))
+    drift = drift_summary(result.get('drift'))
+    return '%s; %s' % (text, drift) if drift else text
+
+
+# ------------------------------------------------------------------ drift (kueue_drift_info)
+VALUE_WIDTH = 60
+DRIFT_STATES = ('missing', 'changed', 'extra', 'undeclared')
+
+
+def drift_value(value):
+    """A declared or live value in one cell: text as it is, anything else as compact JSON, at most VALUE_WIDTH
+    characters."""
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(',', ':'))
+    return text if len(text) <= VALUE_WIDTH else text[:VALUE_WIDTH - 3] + '...'
+
+
+def _object_name(ref):
+    return '%s %s%s' % (ref.get('kind', ''), '%s/' % ref['namespace'] if ref.get('namespace') else '',
+                        ref.get('name', ''))
+
+
+def _managers(ref):
+    return ', '.join(ref.get('managers') or []) or 'unknown'
+
+
+def drift_summary(drift):
+    """``drift: none`` or ``drift: 1 missing, 2 changed, ... 3 install key(s)``; '' without a drift report."""
+    if not isinstance(drift, dict) or 'counts' not in drift:
+        return ''
+    counts = drift.get('counts') or {}
+    parts = ['%d %s' % (counts[k], k) for k in ('missing', 'changed', 'extra', 'undeclared') if counts.get(k)]
+    if counts.get('install'):
+        parts.append('%d install key(s) differ' % counts['install'])
+    return 'drift: %s' % (', '.join(parts) if parts else 'none')
+
+
+def drift_tables(drift):
+    """The two drift tables of one cluster (none without a drift report): queue objects (state, object, field,
+    declared, live) and the install (source, key, declared, live)."""
+    if not isinstance(drift, dict) or 'counts' not in drift:
+        return []
+    objects = drift.get('objects') or {}
+    rows = [('missing', _object_name(r), '-', 'present', '(absent)') for r in objects.get('missing') or []]
+    for ref in objects.get('changed') or []:
+        rows.extend(('changed', _object_name(ref), f.get('field', ''), drift_value(f.get('declared')),
+                     drift_value(f.get('live'))) for f in ref.get('fields') or [])
+    rows.extend(('extra', _object_name(r), '-', '(no longer declared)', 'applied by kueueops')
+                for r in objects.get('extra') or [])
+    rows.extend(('undeclared', _object_name(r), '-', '(absent)', 'by %s' % _managers(r))
+                for r in objects.get('undeclared') or [])
+    install = drift.get('install') or {}
+    inst = [(d.get('source', ''), d.get('key', ''), drift_value(d.get('declared')), drift_value(d.get('live')))
+            for d in install.get('differences') or []]
+    if not install.get('compared') and install.get('note'):
+        inst.append(('not compared', '-', '-', install['note']))
+    return [('Drift: queue objects', ('state', 'object', 'field', 'declared', 'live'), rows),
+            ('Drift: install (%s)' % (install.get('method') or 'unknown'), ('source', 'key', 'declared', 'live'),
+             inst)]
 
 
 def _text_table(header, rows):
@@ -115,7 +176,7 @@ def render(results, fmt='text'):
             part.append('<table><thead><tr>%s</tr></thead><tbody>' % ''.join(
                 '<th>%s</th>' % html.escape(h) for h in header))
             for row in rows:
-                css = ' class="fail"' if row[0] == 'FAIL' else ''
+                css = ' class="fail"' if row[0] in ('FAIL',) + DRIFT_STATES else ''
                 part.append('<tr%s>%s</tr>' % (css, ''.join('<td>%s</td>' % html.escape(str(c)) for c in row)))
             part.append('</tbody></table>')
         part.append('</section>')

@@ -247,6 +247,9 @@ def test_every_option_through_the_groups_check_and_diff_mode_and_the_proxy(
                                       for k in ("apiVersion", "kind", "name", "namespace")}]},
         "kueue_jobs_info": {"namespaces": ["auth-options"]},
         "kueue_info": {},
+        # the flavor kueue_queues only checked: missing, with its diff
+        "kueue_drift_info": {"resources": [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                                            "metadata": {"name": "auth-options-flavor"}, "spec": {}}]},
         "kueue_extension": {"resource_group": azure["AKS_RESOURCE_GROUP"], "cluster_name": azure["AKS_CLUSTER_NAME"],
                             "preflight": False, "wait_timeout": 60},
         # the installed version as the target: an up-to-date plan, read through the groups and the proxy

@@ -190,3 +190,43 @@ def test_status_playbook_report(cluster, kueue, tmp_path):
             wait_for("%s deleted" % plural, lambda p=plural: not [
                 i for i in custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", p)["items"]
                 if i["metadata"]["name"].startswith("status-")], timeout=120)
+
+
+def test_nightly_drift_report_as_its_awx_schedule_launches_it(cluster, kueue, tmp_path):
+    """The AWX template "Kueue - drift report" launched as its nightly schedule does (issue 16): ansible-runner, the
+    schedule's extra_data (kueue_fail_on_drift: true, the declared manifests in the project's queues/ folder), the
+    kubeconfig credential injected. A declared flavor missing from the cluster: the job fails, after the report was
+    written; no secret in the job's events."""
+    awx = yaml.safe_load(open(os.path.join(REPO, "awx", "controller_configuration.yml")))
+    schedule = [s for s in awx["controller_schedules"] if s["unified_job_template"] == "Kueue - drift report"][0]
+    template = [t for t in awx["controller_templates"] if t["name"] == schedule["unified_job_template"]][0]
+    secrets = embedded_kubeconfig(cluster.kubeconfig, str(tmp_path / "awx-kubeconfig")) + [FAKE["AZURE_SECRET"]]
+    pdd = tmp_path / "drift-job"
+    (pdd / "env").mkdir(parents=True)
+    (pdd / "inventory").mkdir()
+    shutil.copytree(os.path.join(REPO, "playbooks"), pdd / "project" / "playbooks",
+                    ignore=shutil.ignore_patterns("backups"))
+    (pdd / "project" / "queues").mkdir()
+    (pdd / "project" / "queues" / "flavors.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "awx-drift-flavor"}}))
+    (pdd / "inventory" / "hosts.yml").write_text(yaml.safe_dump({"kueue_clusters": {"hosts": {"aks-local": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+    report = tmp_path / "kueue-drift.html"  # /runner/artifacts/ in the execution environment
+    extravars = dict(schedule["extra_data"], kueue_status_report=str(report))
+    (pdd / "env" / "extravars").write_text(yaml.safe_dump(extravars))
+    (pdd / "env" / "envvars").write_text(yaml.safe_dump(dict(
+        FAKE, K8S_AUTH_KUBECONFIG=str(tmp_path / "awx-kubeconfig"), ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
+        PATH=BIN + ":" + os.environ["PATH"], KUBECONFIG="/nonexistent-awx-has-no-default")))
+    run = ansible_runner.run(private_data_dir=str(pdd), playbook=template["playbook"], quiet=True,
+                             project_dir=str(pdd / "project"))
+    events = list(run.events)
+    stdout = run.stdout.read()
+    assert run.status == "failed", stdout[-3000:]
+    failed = [e["event_data"]["task"] for e in events if e["event"] == "runner_on_failed"]
+    assert failed == ["Fail the clusters that drifted from the declared configuration (kueue_fail_on_drift)"], failed
+    drift = [e["event_data"]["res"] for e in events if e["event"] == "runner_on_ok"
+             and e["event_data"].get("task", "").startswith("Compare the declared queue configuration")][0]
+    assert drift["objects"]["missing"] == [{"kind": "ResourceFlavor", "name": "awx-drift-flavor"}], drift["objects"]
+    assert "ResourceFlavor awx-drift-flavor" in report.read_text()
+    dump = json.dumps(events) + stdout
+    assert not [s[:12] + "..." for s in secrets if s in dump]

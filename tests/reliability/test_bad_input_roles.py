@@ -226,6 +226,20 @@ CASES = [
       playbook=STATUS, vars={"kueue_capacity_check": "loose"}),
     C("status-fail-on-error-not-a-bool", "status", ["kueue_status_fail_on_error", "perhaps"], ["set it to true"],
       playbook=STATUS, vars={"kueue_status_fail_on_error": "perhaps", "kueue_namespace": "no-kueue-here"}),
+    # the drift report (issue 16): the declared configuration as configure_queues takes it, refused before any report
+    C("status-drift-src-missing", "status", ["kueue_resources_src", "{tmp}/no-such-queues.yaml"],
+      ["give a readable YAML file"], playbook=STATUS, vars={"kueue_resources_src": "{tmp}/no-such-queues.yaml"}),
+    C("status-drift-src-unreadable", "status", ["kueue_resources_src", "{not_utf8}", "not UTF-8"],
+      ["give a readable YAML file"], playbook=STATUS, vars={"kueue_resources_src": "{not_utf8}"}),
+    C("status-drift-malformed-object", "status", ["LocalQueue", "status-nowhere", "spec.clusterQueue"],
+      ["declare it in resources/src or correct the name"], playbook=STATUS,
+      vars={"kueue_resources": [{"apiVersion": API, "kind": "LocalQueue",
+                                 "metadata": {"name": "status-q", "namespace": "default"},
+                                 "spec": {"clusterQueue": "status-nowhere"}}]}),
+    C("status-fail-on-drift-not-a-bool", "status", ["kueue_fail_on_drift", "perhaps"], ["set it to true"],
+      playbook=STATUS, vars={"kueue_fail_on_drift": "perhaps", "kueue_namespace": "no-kueue-here"}),
+    C("status-fail-on-drift-without-declaration", "status", ["kueue_fail_on_drift", "no declared configuration"],
+      ["kueue_resources_src"], playbook=STATUS, vars={"kueue_fail_on_drift": True}),
     # ---------------------------------------------------------------- extension path (ARM emulator)
     C("extension-without-aks-cluster", "install", ["kueue_aks_resource_group", "kueue_aks_cluster_name"],
       ["are required"], playbook=SITE, inventory="extension", arm=True,
@@ -270,6 +284,12 @@ def _write(path, text) -> str:
     return str(path)
 
 
+def _write_bytes(path, data: bytes) -> str:
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def setup(cluster, kueue, tmp_path_factory):
     """Kueue installed (the `kueue` fixture), playbooks/vars/queues.yml applied through
@@ -310,6 +330,7 @@ def setup(cluster, kueue, tmp_path_factory):
         "tmp": str(tmp), "kubeconfig": cluster.kubeconfig, "backup": backup, "corrupt": corrupt,
         "no_manifest": no_manifest, "closed_port": str(port),
         "a_file": _write(tmp / "a-file", "not a folder\n"),
+        "not_utf8": _write_bytes(tmp / "not-utf8.yaml", b"kind: ResourceFlavor\nmetadata: {name: \xff\xfe}\n"),
         "not_yaml": _write(tmp / "not-yaml.kubeconfig", "this is {not: yaml: at all\n\t- ]\n"),
         "no_context": _write(tmp / "no-context.kubeconfig", yaml.safe_dump(no_context)),
         "unreachable": _write(tmp / "unreachable.kubeconfig", yaml.safe_dump(unreachable)),

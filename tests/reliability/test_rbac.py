@@ -247,6 +247,18 @@ def test_status_as_the_status_user(lifecycle, kube):
     capacity = result.result(CAPACITY_TASK)
     assert capacity["configuration"] == "live" and capacity["node_count"] >= 1, capacity
     assert {"cpu-on-demand", "cpu-spot", "gpu-a100"} <= set(f["name"] for f in capacity["flavors"]), capacity
+    # Nothing declared: no drift report (the task skipped, if listed at all).
+    assert all(res.get("skipped") for name, res in result.tasks() if "Compare the declared" in name), result
+    assert rbac.snapshot(kube) == before
+    # The drift report of the configuration configure_queues applied needs no more than the status role: it reads
+    # every kind, the Helm release and the manager's Configuration, and finds the queues as declared.
+    declared = run_playbook(PLAYBOOK % "status", extravars=dict(_queues_vars(), **extravars), env=env)
+    _no_traceback(declared)
+    assert declared.rc == 0, (declared, declared.stdout[-4000:])
+    report = declared.result("Compare the declared queue configuration")
+    assert report["objects"]["declared"] == len(_queues_vars()["kueue_resources"]), report
+    assert [report["counts"][k] for k in ("missing", "changed", "extra")] == [0, 0, 0], report
+    assert report["install"]["method"] == "helm" and report["install"]["compared"] is True, report
     assert rbac.snapshot(kube) == before
 
 

@@ -13,7 +13,8 @@ Secrets:
 
 Runs (one Kueue install reused; ansible-runner, as AWX launches a job, or ansible-playbook with the JSON callback):
 site.yml on Helm (runner), configure_queues.yml with MultiKueue Secrets (runner), configure_queues.yml rotating the
-Secret (JSON), status.yml (JSON), uninstall.yml with a backup (runner), site.yml on the extension path via the ARM
+Secret (JSON), status.yml with the drift report of the first declaration, whose Secret value the cluster no longer
+holds (JSON), uninstall.yml with a backup (runner), site.yml on the extension path via the ARM
 emulator (runner, credentials from ARM), restore.yml of that backup on the extension (runner), kueue_extension
 fetching the credentials to a file (JSON), migrate.yml extension -> Helm (JSON).
 
@@ -444,8 +445,11 @@ def test_no_secret_leaves_any_entry_point(scenario, cluster, arm, tmp_path):
         "kueue_resources": CONFIG + MULTIKUEUE, "kueue_secrets": [_worker_secret(WORKER_KEYS[1], encoded=True)]}))
     data = client.CoreV1Api(kube).read_namespaced_secret("sec-worker", "kueue-system").data["kubeconfig"]
     assert WORKER_KEYS[1] in base64.b64decode(data).decode()
-    # 4. status.yml.
-    ok(json_run(work, "status", "status.yml", helm_host))
+    # 4. status.yml with the drift report (issue 16) of the first declaration: the Secret differs from it (the
+    # rotated key live, the first one declared), so both values are where a leak would be.
+    status = ok(json_run(work, "status", "status.yml", helm_host, {
+        "kueue_resources": CONFIG + MULTIKUEUE, "kueue_secrets": [_worker_secret(WORKER_KEYS[0], encoded=False)]}))
+    assert '"field": "data.kubeconfig"' in status.places["stdout (JSON callback)"]  # the Secret was compared
     # 5. uninstall.yml with a backup (the MultiKueue Secret included).
     backups = work / "backups"
     ok(runner_job(work, "uninstall-helm", "uninstall.yml", helm_host, {

@@ -105,3 +105,17 @@ def test_credential_types_inject_what_the_modules_read():
         for field in fields.values():
             if field['id'] in ('kubeconfig',):
                 assert field.get('secret'), 'the kubeconfig is a secret input'
+
+
+def test_the_nightly_schedule_launches_the_drift_report_with_its_survey_variables():
+    schedules = AWX['controller_schedules']
+    by_name = dict((t['name'], t) for t in TEMPLATES)
+    for schedule in schedules:
+        template = by_name[schedule['unified_job_template']]
+        assert re.match(r'^DTSTART:\d{8}T\d{6}Z RRULE:FREQ=DAILY;INTERVAL=1$', schedule['rrule']), schedule['rrule']
+        survey = dict((q['variable'], q) for q in template['survey_spec']['spec'])
+        assert set(schedule['extra_data']) <= set(survey), schedule['extra_data']
+        assert all(name in schedule['extra_data'] for name, q in survey.items() if q.get('required'))
+    nightly = [s for s in schedules if s['unified_job_template'] == 'Kueue - drift report']
+    assert nightly and nightly[0]['extra_data']['kueue_fail_on_drift'] is True
+    assert by_name['Kueue - drift report']['playbook'] == 'playbooks/status.yml'

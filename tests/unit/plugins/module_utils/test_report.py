@@ -62,3 +62,50 @@ def test_several_clusters_sorted():
 def test_unknown_format():
     with pytest.raises(ValueError, match='format must be one of'):
         report.render({'a': RESULT}, 'pdf')
+
+
+DRIFT = {
+    'drift': True, 'counts': {'missing': 1, 'changed': 1, 'extra': 1, 'undeclared': 1, 'install': 1},
+    'objects': {
+        'missing': [{'kind': 'LocalQueue', 'namespace': 'team-a', 'name': 'user-queue'}],
+        'changed': [{'kind': 'ClusterQueue', 'name': 'team-a', 'fields': [
+            {'field': 'spec.resourceGroups[0].flavors[0].resources[0].nominalQuota', 'declared': '16', 'live': '40'}]}],
+        'extra': [{'kind': 'ClusterQueue', 'name': 'retired'}],
+        'undeclared': [{'kind': 'ClusterQueue', 'name': 'by-hand', 'managers': ['kubectl-create']}]},
+    'install': {'method': 'helm', 'compared': True, 'differences': [
+        {'source': 'manager configuration', 'key': 'waitForPodsReady', 'declared': '(absent)',
+         'live': {'enable': True, 'timeout': 'x' * 80}}]},
+}
+
+
+def test_drift_tables_name_each_object_field_and_key():
+    result = dict(RESULT, drift=DRIFT)
+    lines = report.render_lines(result, 'aks-prod')
+    assert lines[0].endswith('; drift: 1 missing, 1 changed, 1 extra, 1 undeclared, 1 install key(s) differ')
+    text = '\n'.join(lines)
+    assert 'Drift: queue objects:' in text and 'Drift: install (helm):' in text
+    row = [line for line in lines if 'nominalQuota' in line][0].split()
+    assert row == ['changed', 'ClusterQueue', 'team-a', 'spec.resourceGroups[0].flavors[0].resources[0].nominalQuota',
+                   '16', '40']
+    assert any(line.split()[:3] == ['missing', 'LocalQueue', 'team-a/user-queue'] for line in lines)
+    assert any('by kubectl-create' in line and 'by-hand' in line for line in lines)
+    # A long value is cut to one cell.
+    cell = [line for line in lines if 'waitForPodsReady' in line][0]
+    assert cell.rstrip().endswith('...') and len(report.drift_value({'a': 'x' * 200})) == report.VALUE_WIDTH
+    md = report.render({'aks-prod': result}, 'markdown')
+    assert '### Drift: queue objects' in md and '| changed | ClusterQueue team-a |' in md
+    html = report.render({'aks-prod': result}, 'html')
+    assert '<tr class="fail"><td>changed</td>' in html
+
+
+def test_no_drift_and_no_drift_report():
+    clean = dict(DRIFT, drift=False, counts=dict.fromkeys(DRIFT['counts'], 0),
+                 objects={'missing': [], 'changed': [], 'extra': [], 'undeclared': []},
+                 install={'method': 'extension', 'compared': False, 'differences': [], 'note': 'not read from ARM'})
+    lines = report.render_lines(dict(RESULT, drift=clean))
+    assert lines[0].endswith('; drift: none')
+    assert 'Drift: queue objects: none' in lines
+    assert any('not compared' in line and 'not read from ARM' in line for line in lines)
+    # status.yml without a declared configuration: the report as before, no drift line or table.
+    plain = report.render_lines(RESULT)
+    assert not any('rift' in line for line in plain)
