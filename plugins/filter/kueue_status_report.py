@@ -18,6 +18,10 @@ description:
     attaches it), the report adds the drift to the summary line and two tables, queue objects (missing, changed with
     each field and the declared and live values, extra, undeclared) and the install (each differing key with its
     source).
+  - When a result carries a C(capacity) key (the result of M(kueueops.aks.kueue_capacity_info), as
+    C(playbooks/status.yml) attaches it for the report file), the report adds the number of capacity warnings to
+    the summary line and three tables, capacity per ResourceFlavor and resource (nodes, allocatable, nominal quota,
+    ratio, the quotas by owner), the findings and the notes.
   - C(lines) gives a list of text lines, which the P(ansible.builtin.debug#module) module prints readably at the end
     of a play; C(text), C(markdown) and C(html) give one string, for a file, an AWX artifact or a wiki page.
 options:

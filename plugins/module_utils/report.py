@@ -44,6 +44,10 @@ def tables(result):
                                   'active'), cqs))
     out.append(('LocalQueues', ('LocalQueue', 'ClusterQueue', 'pending', 'admitted', 'active'), lqs))
     out.extend(drift_tables(result.get('drift')))
+    capacity = result.get('capacity')
+    if isinstance(capacity, dict) and 'flavors' in capacity:  # a kueue_capacity_info result, as status.yml attaches it
+        out.extend(capacity_tables(capacity))
+        out.append(('Capacity notes', ('note',), [(str(note),) for note in capacity.get('notes') or []]))
     return out
 
 
@@ -54,8 +58,8 @@ def summary(result):
         text = '%s: %d check(s) failed: %s' % (head, len(failed), ', '.join(failed))
     else:
         text = '%s: all %d checks passed' % (head, len(result.get('checks') or []))
-    drift = drift_summary(result.get('drift'))
-    return '%s; %s' % (text, drift) if drift else text
+    extra = [part for part in (drift_summary(result.get('drift')), capacity_summary(result.get('capacity'))) if part]
+    return '; '.join([text] + extra)
 
 
 # ------------------------------------------------------------------ drift (kueue_drift_info)
@@ -223,6 +227,14 @@ def capacity_tables(result):
     return [('Capacity', ('ResourceFlavor', 'nodes', 'resource', 'allocatable', 'nominal', 'quota/allocatable',
                           'quotas (with borrowing)'), rows),
             ('Capacity findings', ('severity', 'finding'), findings)]
+
+
+def capacity_summary(capacity):
+    """``capacity: 2 warning(s)`` or ``capacity: no warning``; '' without a capacity result."""
+    if not isinstance(capacity, dict) or 'flavors' not in capacity:
+        return ''
+    warnings = [f for f in capacity.get('findings') or [] if f.get('severity') == 'warning']
+    return 'capacity: %s' % ('%d warning(s)' % len(warnings) if warnings else 'no warning')
 
 
 def capacity_lines(result, cluster=None):

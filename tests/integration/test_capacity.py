@@ -183,9 +183,11 @@ def test_strict_fails_before_any_write(nodes):
     assert rbac.snapshot(nodes) == before
 
 
-def test_configure_queues_warns_nothing_on_a_correct_configuration_and_status_prints_the_table(nodes):
+def test_configure_queues_warns_nothing_on_a_correct_configuration_and_status_prints_the_table(nodes, tmp_path):
     play = [{"import_playbook": CONFIGURE}, {"import_playbook": STATUS}]
-    result = run_playbook(play, extravars={"kueue_resources": CORRECT, "kueue_status_fail_on_error": False})
+    report_file = tmp_path / "status.md"
+    result = run_playbook(play, extravars={"kueue_resources": CORRECT, "kueue_status_fail_on_error": False,
+                                           "kueue_status_report": str(report_file)})
     assert result.rc == 0, (result, result.stdout[-3000:])
     declared = result.result(CAPACITY_TASK)
     assert declared["configuration"] == "declared" and declared["ok"] is True and not declared.get("warnings")
@@ -198,3 +200,6 @@ def test_configure_queues_warns_nothing_on_a_correct_configuration_and_status_pr
     assert not [f for f in live["findings"] if (f["flavor"] or "").startswith("cap-")], live["findings"]
     shown = "\n".join(result.result("Show the capacity")["msg"])
     assert "cap-gpu" in shown and "nvidia.com/gpu" in shown and "1.00x" in shown, shown
+    # The report file (kueue_status_report) carries the capacity table too.
+    written = report_file.read_text()
+    assert "### Capacity" in written and "| cap-gpu |" in written and "1.00x" in written, written

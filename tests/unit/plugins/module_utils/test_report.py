@@ -109,3 +109,28 @@ def test_no_drift_and_no_drift_report():
     # status.yml without a declared configuration: the report as before, no drift line or table.
     plain = report.render_lines(RESULT)
     assert not any('rift' in line for line in plain)
+
+
+CAPACITY = {
+    'configuration': 'live', 'node_count': 1,
+    'flavors': [{'name': 'gpu-a100', 'nodes': ['gpu-1'], 'resources': [
+        {'resource': 'nvidia.com/gpu', 'allocatable': '2', 'nominal': '8', 'ratio': 4.0,
+         'queues': [{'owner': 'ClusterQueue research', 'nominal': '8', 'max_with_borrowing': '8'}]}]}],
+    'findings': [{'severity': 'warning', 'kind': 'over-commit', 'flavor': 'gpu-a100',
+                  'message': 'gpu-a100: nominal nvidia.com/gpu 8 is 4.00x what its nodes offer (2)'}],
+    'notes': ['pool gpu counted at its autoscaler maximum (3)'],
+}
+
+
+def test_the_report_file_carries_the_capacity_status_yml_attaches():
+    # status.yml attaches the kueue_capacity_info result to the status it writes to kueue_status_report.
+    lines = report.render_lines(dict(RESULT, capacity=CAPACITY))
+    assert lines[0].endswith('; capacity: 1 warning(s)'), lines[0]
+    md = report.render({'aks-prod': dict(RESULT, capacity=CAPACITY)}, 'markdown')
+    assert '### Capacity' in md and '| gpu-a100 | 1 node(s) | nvidia.com/gpu | 2 | 8 | 4.00x |' in md, md
+    assert '| warning | gpu-a100: nominal nvidia.com/gpu 8 is 4.00x' in md
+    assert '### Capacity notes' in md and 'counted at its autoscaler maximum' in md
+    clean = dict(CAPACITY, findings=[], notes=[])
+    assert report.render_lines(dict(RESULT, capacity=clean))[0].endswith('; capacity: no warning')
+    # status.yml with kueue_capacity_check off: no capacity line or table.
+    assert not any('apacity' in line for line in report.render_lines(RESULT))
