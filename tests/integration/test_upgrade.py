@@ -79,6 +79,15 @@ def at_015(cluster, kube):
         client.BatchV1Api(kube).create_namespaced_job(NS, queued_job("up-job-%d" % index, "up-lq", cpu="600m"))
     wait_for("one Workload admitted, two pending", lambda: sorted(workload_states(kube).values()) ==
              [False, False, True])
+    # The manager goes on writing the queues' statuses (pending and admitted counts) for a moment after that; the
+    # tests below compare resourceVersions to prove nothing was written, so they start once the statuses are still
+    # (the first bad-target case failed on a loaded machine: the ClusterQueue's and LocalQueue's moved).
+    seen = []
+
+    def still():
+        seen.append(resource_versions(kube, kueue_plurals()))
+        return len(seen) > 1 and seen[-1] == seen[-2]
+    wait_for("the queues' statuses to stop changing", still, timeout=90, interval=3)
     yield env
     reset_kueue(kube, [NS], extension=False)
 
