@@ -286,11 +286,15 @@ class QueueEngine:
 
     # ------------------------------------------------------------- reads
     def _list(self, kind):
+        """Every live object of ``kind``, read page by page, each without what no decision reads (the managedFields
+        entries of subresources: managed_fields.drop_subresource_entries) before the next page is read."""
         version = self.version_of(kind)
-        items = self.cluster.items(path('%s/%s' % (api.GROUP, version), api.PLURALS[kind]))
-        for item in items:
-            item.setdefault('apiVersion', '%s/%s' % (api.GROUP, version))
-            item.setdefault('kind', kind)
+        items = []
+        for page, _meta in self.cluster.pages(path('%s/%s' % (api.GROUP, version), api.PLURALS[kind])):
+            for item in page:
+                item.setdefault('apiVersion', '%s/%s' % (api.GROUP, version))
+                item.setdefault('kind', kind)
+                items.append(managed_fields.drop_subresource_entries(item))
         return items
 
     def list_live(self, kinds=None):
@@ -540,8 +544,11 @@ class QueueEngine:
                 seen(item)
             return self._pending(keys, state)
 
-        # A watch that breaks or expires ends its round; the next LIST is the truth (errors='relist').
-        return watch_until(self.cluster, self._path(kind, None), deadline, listed, changed, errors='relist') or {}
+        # A watch that breaks or expires ends its round; the next LIST is the truth (errors='relist'). Only each
+        # queue's Active state is kept, so the LIST is read page by page (paged): 10,000 LocalQueues are never in
+        # memory at once.
+        return watch_until(self.cluster, self._path(kind, None), deadline, listed, changed, errors='relist',
+                           paged=True) or {}
 
     @staticmethod
     def _pending(keys, state):

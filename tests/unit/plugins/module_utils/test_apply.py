@@ -438,3 +438,55 @@ def test_a_run_that_writes_nothing_waits_only_for_queues_not_active_yet(server, 
     server.store[lq_key] = _active(server.store[lq_key], 'False')
     run(config())
     assert len(waits) == 2  # a queue not Active yet: waited for, as before
+
+
+class PagedCluster:
+    """LIST answers as pages, per collection path; records which were read."""
+
+    def __init__(self, pages):
+        self.pages_by_path, self.read = pages, []
+
+    def pages(self, api_path, timeout=None, **query):
+        for page in self.pages_by_path[api_path]:
+            self.read.append(api_path)
+            yield copy.deepcopy(page), {}
+
+    def items(self, api_path, timeout=None, **query):
+        raise AssertionError('the live state is read page by page')
+
+
+def _live_queue(name, status_entry=True):
+    entries = [{'manager': 'kueueops', 'operation': 'Apply', 'apiVersion': V2,
+                'fieldsV1': {'f:spec': {'f:clusterQueue': {}}}}]
+    if status_entry:
+        entries.append({'manager': 'kueue', 'operation': 'Update', 'apiVersion': V2, 'subresource': 'status',
+                        'fieldsV1': {'f:status': {'f:conditions': {}}}})
+    return {'metadata': {'name': name, 'namespace': 'team-a', 'managedFields': entries},
+            'spec': {'clusterQueue': 'cq'}, 'status': {'conditions': [{'type': 'Active', 'status': 'True'}]}}
+
+
+def test_live_state_is_read_page_by_page_without_subresource_entries():
+    engine = engine_mod.QueueEngine(None)
+    engine.served = {'LocalQueue': 'v1beta2'}
+    lq_path = '/apis/kueue.x-k8s.io/v1beta2/localqueues'
+    engine.cluster = PagedCluster({lq_path: [[_live_queue('a'), _live_queue('b')], [_live_queue('c', False)]]})
+    live = engine.list_live(['LocalQueue'])['LocalQueue']
+    assert engine.cluster.read == [lq_path, lq_path]
+    assert sorted(live) == [('LocalQueue', 'team-a', n) for n in 'abc']
+    for obj in live.values():
+        assert obj['kind'] == 'LocalQueue' and obj['apiVersion'] == V2
+        assert [e['manager'] for e in obj['metadata']['managedFields']] == ['kueueops']
+        assert q.managed_by(obj) and q.active_state(obj)[0]
+
+
+def test_the_active_wait_reads_its_list_page_by_page():
+    engine = engine_mod.QueueEngine(None)
+    engine.served = {'LocalQueue': 'v1beta2'}
+    lq_path = '/apis/kueue.x-k8s.io/v1beta2/localqueues'
+    inactive = _live_queue('b')
+    inactive['status'] = {'conditions': [{'type': 'Active', 'status': 'False', 'reason': 'Stopped'}]}
+    engine.cluster = PagedCluster({lq_path: [[_live_queue('a')], [inactive]]})
+    keys = {'LocalQueue': [('LocalQueue', 'team-a', 'a'), ('LocalQueue', 'team-a', 'b')]}
+    # The deadline has passed: one LIST, then what is still pending.
+    assert engine.wait_active(keys, engine_mod.Deadline(0)) == {('LocalQueue', 'team-a', 'b'): 'Stopped'}
+    assert engine.cluster.read == [lq_path, lq_path]
