@@ -18,6 +18,10 @@ ansible-playbook run of the collection's module, as users run it:
   backup verify  kueue_backup verify_path: of that folder
   verify         kueue_verify, queues: true (the status of every ClusterQueue and LocalQueue)
 
+After each step the run waits until the Kueue manager is quiet (--quiet-cores, at most --settle-max s; the
+time and Kueue's CPU meanwhile are reported): at 10x it digests a large write for minutes after the module
+returned, and that work would be counted in the next step.
+
 Per step: wall time of the ansible-playbook process, kube-apiserver requests by verb (its
 apiserver_request_total, bench/run.py's scrape/delta), the peak RSS (VmHWM) and CPU seconds
 of the module process (the AnsiballZ_<module> python process, polled in /proc: run.py's
@@ -129,8 +133,25 @@ class Scale:
         out["load_before"] = [round(x, 2) for x in load_before]
         out["load_after"] = [round(x, 2) for x in os.getloadavg()]
         out["writes_by_resource"] = writes_by_resource(out)
-        time.sleep(self.args.settle)  # let the Kueue manager finish reacting before the next step's counts
+        time.sleep(self.args.settle)
+        out["kueue_settle"] = self.settle_kueue()
         return out
+
+    def settle_kueue(self):
+        """Wait until the Kueue manager is quiet (below --quiet-cores of CPU over 5 s), at most --settle-max seconds:
+        at 10x it digests a large write for minutes after the module returned, and that CPU would be counted in the
+        next step. Returns the seconds waited and the Kueue CPU seconds used meanwhile."""
+        t0 = time.monotonic()
+        used = 0.0
+        while True:
+            before = run.cpu_snapshot(self.bench.cluster).get("kueue-manager", 0.0)
+            time.sleep(5)
+            cpu = run.cpu_snapshot(self.bench.cluster).get("kueue-manager", 0.0) - before
+            used += cpu
+            waited = time.monotonic() - t0
+            if cpu / 5.0 < self.args.quiet_cores or waited >= self.args.settle_max:
+                return {"seconds": round(waited, 1), "kueue_cpu_seconds": round(used, 1),
+                        "quiet": cpu / 5.0 < self.args.quiet_cores}
 
     def run(self, scale):
         bench, work = self.bench, self.args.work_dir
@@ -145,6 +166,7 @@ class Scale:
         bench.ensure_namespaces(objects)
         log("%d namespaces present (%.1fs)" % (res["namespaces"], time.time() - t0))
         bench.clean()
+        res["kueue_settle_before"] = self.settle_kueue()
         steps, checks = res["steps"], res["checks"]
 
         steps["first"] = self.step("first", config, "%s first apply" % name)
@@ -266,6 +288,12 @@ def growth(res):
     return out
 
 
+def settle_text(settle):
+    if not settle:
+        return "-"
+    return "%.0f (%.1f)%s" % (settle["seconds"], settle["kueue_cpu_seconds"], "" if settle["quiet"] else ", not quiet")
+
+
 def _f(value, fmt="%.1f"):
     return "-" if value is None else fmt % value
 
@@ -287,9 +315,10 @@ def markdown(res):
         lines.append("")
         lines.append("| step | wall s | changed | writes | dry-runs | LIST | GET | other GET/LIST "
                      "| Kueue status writes | module peak RSS MB | module CPU s | ansible + module CPU s "
-                     "| kube-apiserver CPU s | etcd CPU s | Kueue manager CPU s | machine busy % | load before |")
-        lines.append("|---|" + "---|" * 16)
-        row = "| %s%s | %.1f | %s | %d | %d | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %.1f |"
+                     "| kube-apiserver CPU s | etcd CPU s | Kueue manager CPU s | machine busy % | load before "
+                     "| Kueue quiet after (s, its CPU s) |")
+        lines.append("|---|" + "---|" * 17)
+        row = "| %s%s | %.1f | %s | %d | %d | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %.1f | %s |"
         for skey, title, _book, _module in STEPS:
             step = sres["steps"].get(skey)
             if not step:
@@ -299,7 +328,8 @@ def markdown(res):
                 title, "" if s["rc"] == 0 else " (rc %s)" % s["rc"], s["seconds"], s["changed"], s["writes"],
                 s["dry_runs"], s["LIST"], s["GET"], s["other_reads"], s["kueue_status_writes"],
                 _f(s["peak_rss_mb"]), _f(s["module_cpu"]), _f(s["ansible_cpu"]), _f(s["apiserver_cpu"]),
-                _f(s["etcd_cpu"]), _f(s["kueue_cpu"]), _f(s["busy"], "%.0f"), step["load_before"][0]))
+                _f(s["etcd_cpu"]), _f(s["kueue_cpu"]), _f(s["busy"], "%.0f"), step["load_before"][0],
+                settle_text(step.get("kueue_settle"))))
         c = sres["checks"]
         lines.append("")
         lines.append("Checks: first apply verified %s/%s objects, all queues Active: %s; re-run 0 writes and 0 "
@@ -353,6 +383,9 @@ def main(argv=None):
     parser.add_argument("--work-dir", default="/tmp/scale-work", help="generated configs, logs, backups")
     parser.add_argument("--results", default=os.path.join(BENCH, "results"))
     parser.add_argument("--settle", type=float, default=5.0, help="seconds to wait after each step and clean-up")
+    parser.add_argument("--quiet-cores", type=float, default=0.1,
+                        help="after each step, wait until the Kueue manager uses less than this many cores (0.1)")
+    parser.add_argument("--settle-max", type=float, default=300.0, help="... for at most this many seconds (300)")
     parser.add_argument("--keep-cluster", action="store_true", help="leave a cluster this run started running")
     args = parser.parse_args(argv)
     if args.quick:
