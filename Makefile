@@ -96,7 +96,7 @@ bench: venv toolchain ## Benchmark kueue_queues against kubernetes.core.k8s on 1
 	$(VPY) bench/run.py $(BENCH_ARGS)
 
 .PHONY: bench-scale
-bench-scale: venv toolchain ## kueue_queues, kueue_backup and kueue_verify at 1x and 10x (1,068 / 10,680 objects; ~30 min, not a test; bench/README.md). SCALE_ARGS=--quick: 0.1x and 1x
+bench-scale: venv toolchain ## kueue_queues, kueue_backup and kueue_verify at 1x and 10x (1,068 / 10,680 objects; ~15 min, not a test; bench/README.md). SCALE_ARGS=--quick: 0.1x and 1x
 	$(VPY) bench/scale.py $(SCALE_ARGS)
 
 .PHONY: bench-upgrade
