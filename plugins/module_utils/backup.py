@@ -584,8 +584,7 @@ class Exporter:
         """The live objects of ``kind`` as the API server returns them, read page by page (``snapshot`` keeps only
         their normalised form, so a whole LIST of 10,000 LocalQueues is never in memory at once)."""
         for items, _meta in self.cluster.pages(path('%s/%s' % (GROUP, self.served[kind]), PLURALS[kind])):
-            for item in items:
-                yield item
+            yield from items
 
     def list_workloads(self):
         if not self.workloads_version:
