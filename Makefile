@@ -95,6 +95,10 @@ demo: venv toolchain ## Start the local cluster and run the main job (playbooks/
 bench: venv toolchain ## Benchmark kueue_queues against kubernetes.core.k8s on 1,068 Kueue objects (~31 min, not a test; bench/README.md)
 	$(VPY) bench/run.py $(BENCH_ARGS)
 
+.PHONY: bench-scale
+bench-scale: venv toolchain ## kueue_queues, kueue_backup and kueue_verify at 1x and 10x (1,068 / 10,680 objects; ~15 min, not a test; bench/README.md). SCALE_ARGS=--quick: 0.1x and 1x
+	$(VPY) bench/scale.py $(SCALE_ARGS)
+
 .PHONY: bench-upgrade
 bench-upgrade: venv toolchain ## Benchmark playbooks/upgrade.yml 0.15.0 -> 0.19.2 against the upgrade by hand on 1,201 objects (~11 min, not a test; bench/README.md)
 	$(VPY) bench/upgrade.py

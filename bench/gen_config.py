@@ -29,6 +29,17 @@ give byte-identical output.
     python bench/gen_config.py -o /tmp/bench-config.yml            # the full set, 1,068 objects
     python bench/gen_config.py --fraction 0.1 -o /tmp/subset.yml   # a stratified 10% subset
 
+``--scale N`` (a whole number) repeats that platform N times, as N sites: site 0 is the
+configuration above, name for name; site s > 0 has its own 10 flavors, 5 cohorts and 3
+priority classes (the same names with a ``-sNN`` suffix), 50 more ClusterQueues
+(``bench-team-50`` ..), 100 more namespaces (``bench-ns-100`` ..) and their 1,000 LocalQueues,
+all referring to its own site's flavors and cohorts. ``--scale 10`` gives 10,680 objects: 100
+flavors, 50 cohorts, 500 ClusterQueues, 10,000 LocalQueues over 1,000 namespaces and 30
+priority classes (bench/scale.py). ``--scale 1`` (the default) is byte for byte what it was
+before the option existed.
+
+    python bench/gen_config.py --scale 10 -o /tmp/scale-config.yml   # 10,680 objects
+
 ``--fraction`` keeps every n-th object of each kind (at least one; for LocalQueues,
 all queues of every n-th namespace), plus the ClusterQueues, Cohorts and
 ResourceFlavors the kept objects refer to, so a subset is still a configuration
@@ -55,6 +66,11 @@ QUEUES_PER_NAMESPACE = ("default", "batch", "interactive", "training", "inferenc
 GPU_FLAVORS = ("bench-gpu-a100", "bench-gpu-h100", "bench-gpu-t4")
 
 
+def site_suffix(site):
+    """'' for site 0 (the 1x configuration), '-s01' .. for the others (``--scale``)."""
+    return "-s%02d" % site if site else ""
+
+
 def meta(name, namespace=None, **labels):
     out = {"name": name, "labels": {LABEL: "true"}}
     out["labels"].update(labels)
@@ -63,18 +79,19 @@ def meta(name, namespace=None, **labels):
     return out
 
 
-def resource_flavors():
+def resource_flavors(site=0):
+    sfx = site_suffix(site)
     flavors = []
     for zone in ZONES:
         flavors.append({
             "apiVersion": API, "kind": "ResourceFlavor",
-            "metadata": meta("bench-cpu-ondemand-%s" % zone),
+            "metadata": meta("bench-cpu-ondemand-%s%s" % (zone, sfx)),
             "spec": {"nodeLabels": {"kubernetes.azure.com/scalesetpriority": "regular",
                                     "topology.kubernetes.io/zone": zone}},
         })
         flavors.append({
             "apiVersion": API, "kind": "ResourceFlavor",
-            "metadata": meta("bench-cpu-spot-%s" % zone),
+            "metadata": meta("bench-cpu-spot-%s%s" % (zone, sfx)),
             "spec": {"nodeLabels": {"kubernetes.azure.com/scalesetpriority": "spot",
                                     "topology.kubernetes.io/zone": zone},
                      "tolerations": [{"key": "kubernetes.azure.com/scalesetpriority", "operator": "Equal",
@@ -82,13 +99,13 @@ def resource_flavors():
         })
     flavors.append({
         "apiVersion": API, "kind": "ResourceFlavor",
-        "metadata": meta("bench-highmem"),
+        "metadata": meta("bench-highmem" + sfx),
         "spec": {"nodeLabels": {"agentpool": "highmem", "kubernetes.azure.com/scalesetpriority": "regular"}},
     })
     for name, pool in zip(GPU_FLAVORS, ("gpua100", "gpuh100", "gput4")):
         flavors.append({
             "apiVersion": API, "kind": "ResourceFlavor",
-            "metadata": meta(name),
+            "metadata": meta(name + sfx),
             "spec": {"nodeLabels": {"kubernetes.azure.com/accelerator": "nvidia", "agentpool": pool},
                      "nodeTaints": [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}],
                      "tolerations": [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]},
@@ -96,29 +113,32 @@ def resource_flavors():
     return flavors
 
 
-def cohorts():
-    out = [{"apiVersion": API, "kind": "Cohort", "metadata": meta("bench-org"),
+def cohorts(site=0):
+    sfx = site_suffix(site)
+    out = [{"apiVersion": API, "kind": "Cohort", "metadata": meta("bench-org" + sfx),
             "spec": {"fairSharing": {"weight": "1"}}}]
     for idx, division in enumerate(DIVISIONS):
-        spec = {"parentName": "bench-org", "fairSharing": {"weight": str(1 + idx % 2)}}
+        spec = {"parentName": "bench-org" + sfx, "fairSharing": {"weight": str(1 + idx % 2)}}
         if idx < 2:  # research and engineering own a shared pool that their teams borrow from
             spec["resourceGroups"] = [{
                 "coveredResources": ["cpu", "memory"],
-                "flavors": [{"name": "bench-cpu-ondemand-%s" % ZONES[idx], "resources": [
+                "flavors": [{"name": "bench-cpu-ondemand-%s%s" % (ZONES[idx], sfx), "resources": [
                     {"name": "cpu", "nominalQuota": 64}, {"name": "memory", "nominalQuota": "256Gi"}]}],
             }]
-        out.append({"apiVersion": API, "kind": "Cohort", "metadata": meta("bench-%s" % division), "spec": spec})
+        out.append({"apiVersion": API, "kind": "Cohort", "metadata": meta("bench-%s%s" % (division, sfx)),
+                    "spec": spec})
     return out
 
 
-def priority_classes():
+def priority_classes(site=0):
+    sfx = site_suffix(site)
     return [
-        {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": meta("bench-batch-low"),
-         "value": 100, "description": "Best-effort batch; preempted first."},
-        {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": meta("bench-batch-standard"),
-         "value": 1000, "description": "Default for scheduled pipelines."},
-        {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": meta("bench-batch-urgent"),
-         "value": 10000, "description": "Incident and deadline work."},
+        {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": meta("bench-batch-low" + sfx),
+         "value": 100 + site, "description": "Best-effort batch; preempted first."},
+        {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": meta("bench-batch-standard" + sfx),
+         "value": 1000 + site, "description": "Default for scheduled pipelines."},
+        {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": meta("bench-batch-urgent" + sfx),
+         "value": 10000 + site, "description": "Incident and deadline work."},
     ]
 
 
@@ -126,39 +146,40 @@ def team(idx):
     return "bench-team-%02d" % idx
 
 
-def cluster_queues():
+def cluster_queues(site=0):
+    sfx = site_suffix(site)
     out = []
-    for idx in range(N_TEAMS):
+    for idx in range(N_TEAMS):  # idx: the team within its site; its name counts on over the sites
         zone = ZONES[idx % len(ZONES)]
         cpu = 16 + 8 * (idx % 4)
         mem = cpu * 4
         cpu_flavors = [
-            {"name": "bench-cpu-ondemand-%s" % zone, "resources": [
+            {"name": "bench-cpu-ondemand-%s%s" % (zone, sfx), "resources": [
                 {"name": "cpu", "nominalQuota": cpu, "borrowingLimit": cpu // 2, "lendingLimit": cpu // 4},
                 {"name": "memory", "nominalQuota": "%dGi" % mem, "borrowingLimit": "%dGi" % (mem // 2),
                  "lendingLimit": "%dGi" % (mem // 4)}]},
-            {"name": "bench-cpu-spot-%s" % zone, "resources": [
+            {"name": "bench-cpu-spot-%s%s" % (zone, sfx), "resources": [
                 {"name": "cpu", "nominalQuota": cpu * 2},
                 {"name": "memory", "nominalQuota": "%dGi" % (mem * 2)}]},
         ]
         other = ZONES[(idx + 1) % len(ZONES)]
-        cpu_flavors.append({"name": "bench-cpu-spot-%s" % other, "resources": [
+        cpu_flavors.append({"name": "bench-cpu-spot-%s%s" % (other, sfx), "resources": [
             {"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": "%dGi" % mem}]})
         if idx % 5 == 0:
-            cpu_flavors.append({"name": "bench-highmem", "resources": [
+            cpu_flavors.append({"name": "bench-highmem" + sfx, "resources": [
                 {"name": "cpu", "nominalQuota": 8}, {"name": "memory", "nominalQuota": "512Gi",
                                                      "borrowingLimit": "256Gi"}]})
         groups = [{"coveredResources": ["cpu", "memory"], "flavors": cpu_flavors}]
         if idx % 3 == 0:
-            gpus = [GPU_FLAVORS[idx % len(GPU_FLAVORS)], GPU_FLAVORS[(idx + 1) % len(GPU_FLAVORS)]]
+            gpus = [GPU_FLAVORS[idx % len(GPU_FLAVORS)] + sfx, GPU_FLAVORS[(idx + 1) % len(GPU_FLAVORS)] + sfx]
             groups.append({"coveredResources": ["nvidia.com/gpu"], "flavors": [
                 {"name": gpus[0], "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 4,
                                                  "lendingLimit": 2}]},
                 {"name": gpus[1], "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 4}]},
             ]})
         spec = {
-            "cohortName": "bench-%s" % DIVISIONS[idx % len(DIVISIONS)],
-            "namespaceSelector": {"matchLabels": {TEAM_LABEL: team(idx)}},
+            "cohortName": "bench-%s%s" % (DIVISIONS[idx % len(DIVISIONS)], sfx),
+            "namespaceSelector": {"matchLabels": {TEAM_LABEL: team(site * N_TEAMS + idx)}},
             "queueingStrategy": "BestEffortFIFO" if idx % 2 == 0 else "StrictFIFO",
             "fairSharing": {"weight": str(1 + idx % 3)},
             "preemption": {"reclaimWithinCohort": "Any",
@@ -167,29 +188,40 @@ def cluster_queues():
             "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
             "resourceGroups": groups,
         }
-        out.append({"apiVersion": API, "kind": "ClusterQueue", "metadata": meta(team(idx)), "spec": spec})
+        out.append({"apiVersion": API, "kind": "ClusterQueue", "metadata": meta(team(site * N_TEAMS + idx)),
+                    "spec": spec})
     return out
 
 
-def namespace_names():
-    return ["bench-ns-%03d" % n for n in range(N_NAMESPACES)]
+def namespace_names(site=0):
+    return ["bench-ns-%03d" % n for n in range(site * N_NAMESPACES, (site + 1) * N_NAMESPACES)]
 
 
 def namespace_team(ns_idx):
-    return team(ns_idx % N_TEAMS)
+    """The team of namespace number ``ns_idx`` (over all sites): two namespaces per team, in its own site."""
+    site, local = divmod(ns_idx, N_NAMESPACES)
+    return team(site * N_TEAMS + local % N_TEAMS)
 
 
-def local_queues():
+def local_queues(site=0):
     out = []
-    for n, namespace in enumerate(namespace_names()):
+    for n, namespace in enumerate(namespace_names(site), site * N_NAMESPACES):
         for qname in QUEUES_PER_NAMESPACE:
             out.append({"apiVersion": API, "kind": "LocalQueue", "metadata": meta(qname, namespace),
                         "spec": {"clusterQueue": namespace_team(n)}})
     return out
 
 
-def full_config():
-    return resource_flavors() + cohorts() + priority_classes() + cluster_queues() + local_queues()
+def full_config(scale=1):
+    """The configuration of ``scale`` sites (1: the 1,068 objects), kinds in dependency order."""
+    if int(scale) != scale or scale < 1:
+        raise ValueError("scale must be a whole number >= 1, not %r" % (scale,))
+    sites = range(int(scale))
+    out = []
+    for part in (resource_flavors, cohorts, priority_classes, cluster_queues, local_queues):
+        for site in sites:
+            out.extend(part(site))
+    return out
 
 
 def _every_nth(items, fraction):
@@ -209,7 +241,7 @@ def subset(objects, fraction):
         by_kind.setdefault(obj["kind"], []).append(obj)
     kept = {kind: _every_nth(items, fraction) for kind, items in by_kind.items() if kind != "LocalQueue"}
     # LocalQueues: all queues of every n-th namespace (so the kept queues use few ClusterQueues)
-    kept_ns = set(_every_nth(namespace_names(), fraction))
+    kept_ns = set(_every_nth(_namespaces_in_order(by_kind.get("LocalQueue", [])), fraction))
     kept["LocalQueue"] = [o for o in by_kind.get("LocalQueue", []) if o["metadata"]["namespace"] in kept_ns]
     names = {kind: set(o["metadata"]["name"] for o in items) for kind, items in kept.items()}
     # LocalQueues -> their ClusterQueues
@@ -239,6 +271,13 @@ def subset(objects, fraction):
     return out
 
 
+def _namespaces_in_order(local_queues_):
+    seen = {}
+    for obj in local_queues_:
+        seen.setdefault(obj["metadata"]["namespace"], obj)
+    return list(seen)
+
+
 def summary(objects):
     counts = {}
     for obj in objects:
@@ -262,10 +301,12 @@ def main(argv=None):
     parser.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
     parser.add_argument("--fraction", type=float, default=1.0,
                         help="keep this fraction of each kind (plus what it refers to); default 1")
+    parser.add_argument("--scale", type=int, default=1,
+                        help="this many sites of the configuration (10: 10,680 objects); default 1")
     parser.add_argument("--namespaces", metavar="FILE",
                         help="also write the namespaces (with their team labels) as a JSON list to FILE")
     args = parser.parse_args(argv)
-    objects = subset(full_config(), args.fraction)
+    objects = subset(full_config(args.scale), args.fraction)
     write(objects, args.output)
     if args.namespaces:
         with open(args.namespaces, "w", encoding="utf-8") as handle:
@@ -275,12 +316,13 @@ def main(argv=None):
 
 
 def namespaces_for(objects):
-    """[{name, labels}] of the namespaces the LocalQueues of ``objects`` live in."""
-    out = []
-    for n, name in enumerate(namespace_names()):
-        if any(o["kind"] == "LocalQueue" and o["metadata"]["namespace"] == name for o in objects):
-            out.append({"name": name, "labels": {LABEL: "true", TEAM_LABEL: namespace_team(n)}})
-    return out
+    """[{name, labels}] of the namespaces the LocalQueues of ``objects`` live in, each with the team label its
+    queues' ClusterQueue selects."""
+    teams = {}
+    for obj in objects:
+        if obj["kind"] == "LocalQueue":
+            teams.setdefault(obj["metadata"]["namespace"], obj["spec"]["clusterQueue"])
+    return [{"name": name, "labels": {LABEL: "true", TEAM_LABEL: team_}} for name, team_ in teams.items()]
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
@@ -89,6 +90,11 @@ METHODS = {
     "kueue_queues_nowait": ("kueue_queues_nowait.yml", "project", "kueue_queues, wait: false"),
     "k8s_list_ssa": ("k8s_list_ssa.yml", "bench", "k8s single list task, server_side_apply"),
     "baseline_project": ("baseline.yml", "project", "baseline (project venv)"),
+    # bench/scale.py (issue 17, ten times the scale): the collection's modules as users run them
+    "scale_queues": ("scale_queues.yml", "project", "kueue_queues, src: file"),
+    "scale_backup": ("scale_backup.yml", "project", "kueue_backup"),
+    "scale_backup_verify": ("scale_backup_verify.yml", "project", "kueue_backup verify_path"),
+    "scale_verify": ("scale_verify.yml", "project", "kueue_verify, queues: true"),
     "baseline_bench_venv": ("baseline.yml", "bench", "baseline (bench venv)"),
 }
 MAIN_METHODS = ("kueue_queues", "k8s_list", "k8s_loop")
@@ -207,6 +213,75 @@ def cpu_delta(before, after, seconds):
     return out
 
 
+class ModulePeakRss(threading.Thread):
+    """Polls /proc for the module process of one ansible-playbook run: a process below ``root`` whose command line
+    holds ``AnsiballZ_<module>`` (ansible-core's default, no pipelining). Keeps, per such process, the last VmHWM
+    (the kernel's peak resident set, which only grows) and CPU seconds read before it exits; ``result()`` gives
+    the largest. Read every ``interval`` seconds: what a process does in its last interval is not seen."""
+
+    def __init__(self, root, module, interval=0.05):
+        super().__init__(daemon=True)
+        self.root, self.needle, self.interval = root, "AnsiballZ_%s" % module, interval
+        self.seen = {}  # pid -> {"vmhwm_kb", "vmrss_max_kb", "cpu_seconds", "samples"}
+        self.done = threading.Event()
+
+    @staticmethod
+    def _cmdline(pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as handle:
+                return handle.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return ""
+
+    @staticmethod
+    def _status_kb(pid):
+        out = {}
+        try:
+            with open("/proc/%d/status" % pid) as handle:
+                for line in handle:
+                    if line.startswith(("VmHWM:", "VmRSS:")):
+                        out[line.split(":", 1)[0]] = int(line.split()[1])
+        except OSError:
+            return None
+        return out
+
+    def _sample(self, pid):
+        status, stat = self._status_kb(pid), proc.read_stat(pid)
+        if not status or stat is None:
+            return False
+        entry = self.seen.setdefault(pid, {"vmhwm_kb": 0, "vmrss_max_kb": 0, "cpu_seconds": 0.0, "samples": 0})
+        entry["vmhwm_kb"] = max(entry["vmhwm_kb"], status.get("VmHWM", 0))
+        entry["vmrss_max_kb"] = max(entry["vmrss_max_kb"], status.get("VmRSS", 0))
+        entry["cpu_seconds"] = max(entry["cpu_seconds"], stat[2])
+        entry["samples"] += 1
+        return True
+
+    def run(self):
+        live = set()
+        next_scan = 0.0
+        while not self.done.is_set():
+            now = time.monotonic()
+            if now >= next_scan:  # look for new module processes (a walk of /proc), 5 times a second
+                next_scan = now + 0.2
+                for pid in proc.tree(self.root):
+                    if pid not in self.seen and self.needle in self._cmdline(pid):
+                        live.add(pid)
+            for pid in list(live):
+                if not self._sample(pid):
+                    live.discard(pid)
+            self.done.wait(self.interval)
+
+    def result(self):
+        self.done.set()
+        self.join(5)
+        if not self.seen:
+            return None
+        peak = max(self.seen.values(), key=lambda e: e["vmhwm_kb"])
+        return {"processes": len(self.seen), "peak_rss_mb": round(peak["vmhwm_kb"] / 1024.0, 1),
+                "max_rss_seen_mb": round(peak["vmrss_max_kb"] / 1024.0, 1),
+                "module_cpu_seconds": round(peak["cpu_seconds"], 2), "samples": peak["samples"]}
+
+
 # ------------------------------------------------------------------- cluster
 class Bench:
     def __init__(self, args):
@@ -297,8 +372,8 @@ class Bench:
         self.results["project_venv"] = json.loads(out.stdout)
 
     # -- state
-    def write_config(self, fraction, name):
-        objects = gen_config.subset(gen_config.full_config(), fraction)
+    def write_config(self, fraction, name, scale=1):
+        objects = gen_config.subset(gen_config.full_config(scale), fraction)
         path = os.path.join(self.work, name)
         gen_config.write(objects, path)
         return path, objects
@@ -404,8 +479,9 @@ class Bench:
                 proxy.kill()
         self.proxy = None
 
-    def playbook(self, method, config, label, kubeconfig=None):
-        """Run one bench playbook; returns timings, ansible's counts and the API request delta."""
+    def playbook(self, method, config, label, kubeconfig=None, extra_vars=None, rss_module=None, env_extra=None):
+        """Run one bench playbook; returns timings, ansible's counts and the API request delta (and, given
+        ``rss_module``, the peak RSS of that module's process: ModulePeakRss)."""
         book, which, _title = METHODS[method]
         if which == "project":
             ansible_playbook = os.path.join(VENV_BIN, "ansible-playbook")
@@ -431,16 +507,23 @@ class Bench:
             env["ANSIBLE_COLLECTIONS_PATH"] = collections
         else:
             env.pop("ANSIBLE_COLLECTIONS_PATH", None)
-        argv = [ansible_playbook, os.path.join(BENCH, "playbooks", book),
-                "-e", json.dumps({"bench_config": config, "bench_kubeconfig": kubeconfig or self.kubeconfig})]
+        env.update(env_extra or {})
+        evars = {"bench_config": config, "bench_kubeconfig": kubeconfig or self.kubeconfig}
+        evars.update(extra_vars or {})
+        argv = [ansible_playbook, os.path.join(BENCH, "playbooks", book), "-e", json.dumps(evars)]
         if os.path.exists(timer):
             os.unlink(timer)
         before = scrape(self.cluster)
         cpu_before = cpu_snapshot(self.cluster)
         t0 = time.monotonic()
         with open(stdout, "w") as out:
-            proc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.work)
+            child = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.work)
+            watch = ModulePeakRss(child.pid, rss_module) if rss_module else None
+            if watch:
+                watch.start()
+            child.wait()
         seconds = time.monotonic() - t0
+        rss = watch.result() if watch else None
         cpu = cpu_delta(cpu_before, cpu_snapshot(self.cluster), seconds)
         after = scrape(self.cluster)
         timing = {}
@@ -448,18 +531,21 @@ class Bench:
             with open(timer) as handle:
                 timing = json.load(handle)
         task = (timing.get("tasks") or [{}])[-1]
-        out = {"label": label, "method": method, "seconds": round(seconds, 2), "rc": proc.returncode,
+        out = {"label": label, "method": method, "seconds": round(seconds, 2), "rc": child.returncode,
                "task_seconds": task.get("seconds"), "task_results": task.get("results"),
                "changed": task.get("changed"), "failed": task.get("failed"),
                "requests": delta(before, after), "cpu_seconds": cpu, "log": stdout}
         for key in ("counts", "not_active", "msgs"):
             if task.get(key):
                 out[key] = task[key]
-        if proc.returncode != 0:
-            log("%s: ansible-playbook exited %s; see %s" % (label, proc.returncode, stdout))
+        if rss_module:
+            out["module_process"] = rss
+        if child.returncode != 0:
+            log("%s: ansible-playbook exited %s; see %s" % (label, child.returncode, stdout))
         s = out["requests"]["summary"]["bench"]
-        log("%-26s %8.1fs  rc=%s changed=%s  writes=%d dry-run=%d reads=%d" % (
-            label, seconds, proc.returncode, out["changed"], s["writes"], s["dry_run_writes"], s["reads"]))
+        log("%-26s %8.1fs  rc=%s changed=%s  writes=%d dry-run=%d reads=%d%s" % (
+            label, seconds, child.returncode, out["changed"], s["writes"], s["dry_run_writes"], s["reads"],
+            "  module peak RSS %s MB" % (rss or {}).get("peak_rss_mb") if rss_module else ""))
         return out
 
     def idle(self, seconds):

@@ -286,11 +286,15 @@ class QueueEngine:
 
     # ------------------------------------------------------------- reads
     def _list(self, kind):
+        """Every live object of ``kind``, read page by page, each without what no decision reads (the managedFields
+        entries of subresources: managed_fields.drop_subresource_entries) before the next page is read."""
         version = self.version_of(kind)
-        items = self.cluster.items(path('%s/%s' % (api.GROUP, version), api.PLURALS[kind]))
-        for item in items:
-            item.setdefault('apiVersion', '%s/%s' % (api.GROUP, version))
-            item.setdefault('kind', kind)
+        items = []
+        for page, _meta in self.cluster.pages(path('%s/%s' % (api.GROUP, version), api.PLURALS[kind])):
+            for item in page:
+                item.setdefault('apiVersion', '%s/%s' % (api.GROUP, version))
+                item.setdefault('kind', kind)
+                items.append(managed_fields.drop_subresource_entries(item))
         return items
 
     def list_live(self, kinds=None):
@@ -521,36 +525,37 @@ class QueueEngine:
         return not_active
 
     def _wait_kind_active(self, kind, keys, deadline):
-        state = {}
+        # {key: reason} of the keys not Active yet, kept up to date item by item: an event costs the same whatever
+        # the number of queues (10,000 LocalQueues turning Active are 10,000 events; recomputing the pending set
+        # over every key on each of them was quadratic).
+        pending = dict((key, 'not found') for key in keys)
 
         def seen(item):
             item.setdefault('kind', kind)
             key = api.obj_key(item)
             if key in keys:
-                state[key] = q.active_state(item)
+                active, reason = q.active_state(item)
+                if active:
+                    pending.pop(key, None)
+                else:
+                    pending[key] = reason
 
         def listed(items):
             for item in items:
                 seen(item)
-            return self._pending(keys, state)
+            return pending
 
         def changed(event):
             item = event.get('object') if isinstance(event, dict) else None
             if isinstance(item, dict) and event.get('type') in ('ADDED', 'MODIFIED'):
                 seen(item)
-            return self._pending(keys, state)
+            return pending
 
-        # A watch that breaks or expires ends its round; the next LIST is the truth (errors='relist').
-        return watch_until(self.cluster, self._path(kind, None), deadline, listed, changed, errors='relist') or {}
-
-    @staticmethod
-    def _pending(keys, state):
-        out = {}
-        for key in keys:
-            active, reason = state.get(key, (False, 'not found'))
-            if not active:
-                out[key] = reason
-        return out
+        # A watch that breaks or expires ends its round; the next LIST is the truth (errors='relist'). Only each
+        # queue's Active state is kept, so the LIST is read page by page (paged): 10,000 LocalQueues are never in
+        # memory at once.
+        return dict(watch_until(self.cluster, self._path(kind, None), deadline, listed, changed, errors='relist',
+                                paged=True) or {})
 
 
 def all_active(live, keys_by_kind):

@@ -580,8 +580,11 @@ class Exporter:
     def _list(self, version, plural):
         return self.cluster.items(path('%s/%s' % (GROUP, version), plural))
 
-    def list_raw(self, kind):
-        return self._list(self.served[kind], PLURALS[kind])
+    def iter_raw(self, kind):
+        """The live objects of ``kind`` as the API server returns them, read page by page (``snapshot`` keeps only
+        their normalised form, so a whole LIST of 10,000 LocalQueues is never in memory at once)."""
+        for items, _meta in self.cluster.pages(path('%s/%s' % (GROUP, self.served[kind]), PLURALS[kind])):
+            yield from items
 
     def list_workloads(self):
         if not self.workloads_version:
@@ -606,19 +609,20 @@ class Exporter:
 
 
 def snapshot(exporter, include_secrets, include_aks_managed, aks_extension):
-    """(objects by kind, excluded, raw queues by kind): what the backup of the cluster now holds."""
+    """(objects by kind, excluded, queues by kind): what the backup of the cluster now holds. The queues are every
+    LocalQueue and ClusterQueue, excluded ones too, normalised (what ``workload_counts`` reads: identity and spec),
+    not the live objects: their status and managedFields are most of a queue's size."""
     objects = {}
     excluded = []
-    raw_queues = {}
+    queues = {}
     for kind in KUEUE_KINDS:
         if kind not in exporter.served:
             continue
         items = []
-        raw = exporter.list_raw(kind)
-        if kind in ('LocalQueue', 'ClusterQueue'):
-            raw_queues[kind] = raw
-        for item in raw:
+        for item in exporter.iter_raw(kind):
             obj = normalise(item, kind, '%s/%s' % (GROUP, exporter.served[kind]))
+            if kind in ('LocalQueue', 'ClusterQueue'):
+                queues.setdefault(kind, []).append(obj)
             if not include_aks_managed and is_aks_managed(obj, aks_extension):
                 excluded.append(_ref(obj, 'owned by the AKS managed Kueue extension, which recreates it '
                                           '(include_aks_managed: true to back it up)'))
@@ -642,7 +646,7 @@ def snapshot(exporter, include_secrets, include_aks_managed, aks_extension):
                              'reason': 'referenced by MultiKueueCluster %s; not backed up (include_secrets: true to '
                                        'back it up)' % ', '.join(users)})
     excluded.sort(key=lambda e: (KIND_ORDER.index(e['kind']), e.get('namespace', ''), e['name']))
-    return objects, excluded, raw_queues
+    return objects, excluded, queues
 
 
 def _ref(obj, reason):

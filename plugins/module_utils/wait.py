@@ -12,7 +12,8 @@ and one of two loops.
   first change, for instance).
 * ``watch_until(cluster, collection, deadline, listed, changed)``: a LIST, then a WATCH from its resourceVersion
   until nothing is pending; a watch that ends (its own timeout, 410 Gone when the version expired, a dropped
-  stream) is followed by a new LIST, which is the truth.
+  stream) is followed by a new LIST, which is the truth. ``paged=True`` hands the LIST to ``listed`` one page at
+  a time, for a caller that keeps only a little of each item (a large collection is then never whole in memory).
 
 Both return what was still pending when they stopped, so each caller reports it (which objects, which state) in
 its own message: "<what> still <state> after <N>s: <which>". Importable without Ansible.
@@ -58,7 +59,7 @@ def poll_until(read, done, deadline, period, pause=time.sleep):
 
 
 def watch_until(cluster, collection, deadline, listed, changed, round_seconds=60, errors='raise', pause=time.sleep,
-                **query):
+                paged=False, **query):
     """Wait on ``collection`` (a REST path of kueue_cluster.path) until nothing is pending or ``deadline`` passes.
 
     ``listed(items)`` gives what is pending after a LIST, ``changed(event)`` after each watch event (a watch is
@@ -66,10 +67,19 @@ def watch_until(cluster, collection, deadline, listed, changed, round_seconds=60
     wait. A watch whose resourceVersion expired (410) is followed by a new LIST at once; any other failure of the
     watch raises, or with ``errors='relist'`` pauses up to a second and lists again (the LIST raises what is
     really wrong). Returns the last pending.
+
+    With ``paged``, ``listed(items)`` is called once per page of the LIST (``cluster.pages``), in order, and what
+    it returns after the last page is what is pending; ``listed`` keeps what it needs of each page itself.
     """
     while True:
-        items, resource_version = cluster.list(collection, **query)
-        pending = listed(items)
+        if paged:
+            pending, meta = None, {}
+            for items, meta in cluster.pages(collection, **query):
+                pending = listed(items)
+            resource_version = meta.get('resourceVersion')
+        else:
+            items, resource_version = cluster.list(collection, **query)
+            pending = listed(items)
         if not pending or deadline.expired():
             return pending
         events = None

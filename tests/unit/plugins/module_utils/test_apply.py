@@ -438,3 +438,116 @@ def test_a_run_that_writes_nothing_waits_only_for_queues_not_active_yet(server, 
     server.store[lq_key] = _active(server.store[lq_key], 'False')
     run(config())
     assert len(waits) == 2  # a queue not Active yet: waited for, as before
+
+
+class PagedCluster:
+    """LIST answers as pages, per collection path; records which were read."""
+
+    def __init__(self, pages):
+        self.pages_by_path, self.read = pages, []
+
+    def pages(self, api_path, timeout=None, **query):
+        for page in self.pages_by_path[api_path]:
+            self.read.append(api_path)
+            yield copy.deepcopy(page), {}
+
+    def items(self, api_path, timeout=None, **query):
+        raise AssertionError('the live state is read page by page')
+
+
+def _live_queue(name, status_entry=True):
+    entries = [{'manager': 'kueueops', 'operation': 'Apply', 'apiVersion': V2,
+                'fieldsV1': {'f:spec': {'f:clusterQueue': {}}}}]
+    if status_entry:
+        entries.append({'manager': 'kueue', 'operation': 'Update', 'apiVersion': V2, 'subresource': 'status',
+                        'fieldsV1': {'f:status': {'f:conditions': {}}}})
+    return {'metadata': {'name': name, 'namespace': 'team-a', 'managedFields': entries},
+            'spec': {'clusterQueue': 'cq'}, 'status': {'conditions': [{'type': 'Active', 'status': 'True'}]}}
+
+
+def test_live_state_is_read_page_by_page_without_subresource_entries():
+    engine = engine_mod.QueueEngine(None)
+    engine.served = {'LocalQueue': 'v1beta2'}
+    lq_path = '/apis/kueue.x-k8s.io/v1beta2/localqueues'
+    engine.cluster = PagedCluster({lq_path: [[_live_queue('a'), _live_queue('b')], [_live_queue('c', False)]]})
+    live = engine.list_live(['LocalQueue'])['LocalQueue']
+    assert engine.cluster.read == [lq_path, lq_path]
+    assert sorted(live) == [('LocalQueue', 'team-a', n) for n in 'abc']
+    for obj in live.values():
+        assert obj['kind'] == 'LocalQueue' and obj['apiVersion'] == V2
+        assert [e['manager'] for e in obj['metadata']['managedFields']] == ['kueueops']
+        assert q.managed_by(obj) and q.active_state(obj)[0]
+
+
+def test_the_active_wait_reads_its_list_page_by_page():
+    engine = engine_mod.QueueEngine(None)
+    engine.served = {'LocalQueue': 'v1beta2'}
+    lq_path = '/apis/kueue.x-k8s.io/v1beta2/localqueues'
+    inactive = _live_queue('b')
+    inactive['status'] = {'conditions': [{'type': 'Active', 'status': 'False', 'reason': 'Stopped'}]}
+    engine.cluster = PagedCluster({lq_path: [[_live_queue('a')], [inactive]]})
+    keys = {'LocalQueue': [('LocalQueue', 'team-a', 'a'), ('LocalQueue', 'team-a', 'b')]}
+    # The deadline has passed: one LIST, then what is still pending.
+    assert engine.wait_active(keys, engine_mod.Deadline(0)) == {('LocalQueue', 'team-a', 'b'): 'Stopped'}
+    assert engine.cluster.read == [lq_path, lq_path]
+
+
+class CountingKeys(set):
+    """A set of keys that counts how often it is walked whole."""
+    walks = 0
+
+    def __iter__(self):
+        CountingKeys.walks += 1
+        return set.__iter__(self)
+
+
+class Stream(list):
+    closed = False
+
+    def close(self):
+        self.closed = True
+
+
+class WatchedCluster(PagedCluster):
+    def __init__(self, pages, events):
+        PagedCluster.__init__(self, pages)
+        self.events, self.seen = Stream(events), 0
+
+    def watch(self, collection, rv, timeout_seconds, **query):
+        for event in self.events:
+            self.seen += 1
+            yield event
+
+
+def test_the_active_wait_does_not_walk_every_queue_on_every_event():
+    """10,000 LocalQueues turning Active are 10,000 watch events; each must cost the same whatever the number of
+    queues (the pending set was recomputed over every key on each event: quadratic)."""
+    engine = engine_mod.QueueEngine(None)
+    engine.served = {'LocalQueue': 'v1beta2'}
+    lq_path = '/apis/kueue.x-k8s.io/v1beta2/localqueues'
+    names = ['q%03d' % n for n in range(200)]
+
+    def queue(name, active):
+        obj = _live_queue(name, status_entry=False)
+        if not active:
+            obj['status'] = {'conditions': [{'type': 'Active', 'status': 'False', 'reason': 'Pending'}]}
+        return obj
+    listed = [queue(n, False) for n in names[:-1]]  # the last one is not listed: 'not found' until its event
+    # Each turns Active in its own event; q000 goes back to inactive on the way and is Active again at the end.
+    events = [{'type': 'MODIFIED', 'object': queue(n, True)} for n in names]
+    events.insert(50, {'type': 'MODIFIED', 'object': queue('q000', False)})
+    events.insert(60, {'type': 'MODIFIED', 'object': queue('other', False)})  # not a key: ignored
+    events.append({'type': 'MODIFIED', 'object': queue('q000', True)})
+    events.append({'type': 'MODIFIED', 'object': queue('q001', False)})  # after the end: never read
+    engine.cluster = WatchedCluster({lq_path: [listed]}, events)
+    keys = CountingKeys(('LocalQueue', 'team-a', n) for n in names)
+    CountingKeys.walks = 0
+    assert engine._wait_kind_active('LocalQueue', keys, engine_mod.Deadline(30)) == {}
+    assert CountingKeys.walks <= 1  # once, to start the pending set; never per event
+    assert engine.cluster.seen == len(events) - 1  # done at q000's last event, not before
+    # At the deadline, each key's last state: after the LIST, the listed ones Pending, the other not found.
+    engine.cluster = WatchedCluster({lq_path: [listed]}, [])
+    pending = engine._wait_kind_active('LocalQueue', set(keys), engine_mod.Deadline(0))
+    want = dict((('LocalQueue', 'team-a', n), 'Pending') for n in names[:-1])
+    want[('LocalQueue', 'team-a', names[-1])] = 'not found'
+    assert pending == want

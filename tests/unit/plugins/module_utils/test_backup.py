@@ -368,3 +368,41 @@ def test_a_backup_is_compared_at_the_served_version_and_a_field_the_conversion_d
     assert converted[0]["apiVersion"] == "kueue.x-k8s.io/v1beta2" and converted[0]["spec"] == {"cohortName": "team"}
     assert len(dropped) == 1 and dropped[0].startswith("AdmissionCheck prov: spec.retryDelayMinutes of the backup (v1beta1)")
     assert b.convert_to_served([cq], {"ClusterQueue": "v1beta1"}) == ([cq], [])
+
+
+class PagedCluster:
+    """LIST answers as pages, per collection path; records each page read and what was kept when it was read."""
+
+    def __init__(self, pages):
+        self.pages_by_path, self.read = pages, []
+
+    def pages(self, api_path, timeout=None, **query):
+        for page in self.pages_by_path.get(api_path, [[]]):
+            self.read.append(api_path)
+            yield copy.deepcopy(page), {}
+
+    def items(self, api_path, timeout=None, **query):
+        raise AssertionError('a snapshot reads the Kueue kinds page by page')
+
+
+def test_snapshot_reads_page_by_page_and_keeps_the_queues_normalised():
+    exporter = b.Exporter(None, 'kueue-system')
+    exporter.served = {'ClusterQueue': 'v1beta2', 'LocalQueue': 'v1beta2'}
+    live_lq = dict(lq('q', 'ns'), status={'flavorsReservation': [{'name': 'f'}]})
+    live_lq['metadata']['managedFields'] = [{'manager': 'kueue', 'subresource': 'status'}]
+    cq_path, lq_path = '/apis/%s/clusterqueues' % V2, '/apis/%s/localqueues' % V2
+    exporter.cluster = PagedCluster({cq_path: [[live_cq('team')], [live_cq('aks-gpu')]],
+                                     lq_path: [[live_lq], [lq('idle', 'ns')]]})
+    objects, excluded, queues = b.snapshot(exporter, False, False, True)
+    assert exporter.cluster.read == [cq_path, cq_path, lq_path, lq_path]
+    assert [o['metadata']['name'] for o in objects['ClusterQueue']] == ['team']
+    assert [e['name'] for e in excluded] == ['aks-gpu']
+    # Every queue, an excluded one too, as its normalised object (no status, no managedFields): what
+    # workload_counts reads.
+    assert [o['metadata']['name'] for o in queues['ClusterQueue']] == ['team', 'aks-gpu']
+    assert queues['LocalQueue'] == [lq('q', 'ns'), lq('idle', 'ns')]
+    assert all('status' not in o and 'managedFields' not in o['metadata'] for k in queues for o in queues[k])
+    counts = b.workload_counts([wl('ns', 'q')], queues['LocalQueue'], queues['ClusterQueue'])
+    assert counts['local_queues'][1] == {'namespace': 'ns', 'name': 'q', 'cluster_queue': 'team', 'pending': 1,
+                                         'admitted': 0}
+    assert [c['name'] for c in counts['cluster_queues']] == ['aks-gpu', 'team']

@@ -166,3 +166,30 @@ def test_a_field_set_not_understood_asks_the_server():
 def test_a_malformed_field_set_asks_the_server_and_raises_nothing():
     for fields in (['spec'], {'f:spec': ['x']}, {'f:spec': {'f:resourceGroups': {'k:{not json': {}}}}):
         assert 'not read locally' in mf.unchanged_reason(declared(), live_of(declared(), fields=fields)), fields
+
+
+def test_dropping_subresource_entries_changes_no_decision():
+    """The live state of a run keeps no managedFields entry of a subresource (Kueue's status writes): the local
+    decision is the same with and without them, for an unchanged object and for each reason to ask."""
+    status = {'manager': 'kueue', 'operation': 'Update', 'apiVersion': V, 'subresource': 'status',
+              'fieldsV1': {'f:spec': {'f:cohortName': {}}}}  # even one that names a declared field
+    cases = [live_of(declared()), live_of(declared(), extra_entries=[status])]
+    other = live_of(declared(), extra_entries=[{'manager': 'kubectl', 'operation': 'Apply', 'apiVersion': V,
+                                                'fieldsV1': {'f:spec': {'f:cohortName': {}}}}])
+    changed = live_of(declared())
+    changed['spec']['cohortName'] = 'other'
+    cases += [other, changed, live_of(declared(), manager='someone-else')]
+    for live in cases:
+        before = mf.unchanged_reason(declared(), live)
+        trimmed = mf.drop_subresource_entries(copy.deepcopy(live))
+        assert [e.get('subresource') for e in trimmed['metadata']['managedFields']] == \
+            [None] * (len(live['metadata']['managedFields']) - sum(1 for e in live['metadata']['managedFields']
+                                                                   if e.get('subresource')))
+        assert mf.unchanged_reason(declared(), trimmed) == before
+    assert mf.unchanged_reason(declared(), cases[0]) is None
+    assert mf.unchanged_reason(declared(), other) is not None
+    # Only subresource entries go; the object's own Apply and the finalizer Update stay, in order.
+    trimmed = mf.drop_subresource_entries(live_of(declared(), extra_entries=[status]))
+    assert [(e['manager'], e['operation']) for e in trimmed['metadata']['managedFields']] == \
+        [('kueueops', 'Apply'), ('kueue', 'Update')]
+    assert mf.drop_subresource_entries({'metadata': {}}) == {'metadata': {}}

@@ -64,6 +64,13 @@ class FakeCluster:
     def list(self, api_path, timeout=None, **query):
         return self.items(api_path, timeout=timeout, **query), "42"
 
+    page_size = 500
+
+    def pages(self, api_path, timeout=None, **query):
+        found = self.items(api_path, timeout=timeout, **query)
+        for start in range(0, max(1, len(found)), self.page_size):
+            yield found[start:start + self.page_size], {}
+
     def watch(self, api_path, resource_version, timeout_seconds, **query):
         self.queries.append((api_path, dict(query, watch=(resource_version, timeout_seconds))))
         try:
@@ -374,3 +381,39 @@ def test_wait_for_change_watches_the_deployments_from_the_lists_version():
     assert listed == (deployments, {}) and watched[0] == deployments and watched[1]["watch"][0] == "42"
     assert 7.0 < watched[1]["watch"][1] <= 7.5
     assert cluster.watch_closed is True  # the watch request ends with the first event
+
+
+def test_queue_status_summarises_each_page_before_reading_the_next():
+    """10,000 LocalQueues are never whole in memory: a page is summarised before the next is read."""
+    lqs = [{"metadata": {"name": "q%d" % n, "namespace": "ns"}, "spec": {"clusterQueue": "cq"},
+            "status": {"conditions": [{"type": "Active", "status": "True"}]}} for n in range(5)]
+    summarised = []
+
+    class Paged(FakeCluster):
+        page_size = 2
+
+        def pages(self, api_path, timeout=None, **query):
+            for items, meta in FakeCluster.pages(self, api_path, timeout=timeout, **query):
+                yield items, meta
+                summarised.append(len(report_so_far()))
+
+    cluster = Paged({"/apis/kueue.x-k8s.io/v1beta2/clusterqueues": [],
+                     "/apis/kueue.x-k8s.io/v1beta2/localqueues": lqs}, {"/apis": {"groups": []}})
+    verifier = verifier_on(cluster)
+    seen = {}
+    original = verifier._local_queues
+
+    def spy(items, out):
+        seen["out"] = out
+        original(items, out)
+    verifier._local_queues = spy
+
+    def report_so_far():
+        return (seen.get("out") or {}).get("local_queues") or []
+    report = verifier.queue_status()
+    assert summarised == [0, 2, 4, 5]  # the cluster queues' one page, then 2 + 2 + 1 local queues as they came
+    assert [q["name"] for q in report["local_queues"]] == ["q%d" % n for n in range(5)]
+    assert all(q["active"] for q in report["local_queues"])
+    # A failed page gives no queue at all, as a failed LIST did.
+    cluster.collections["/apis/kueue.x-k8s.io/v1beta2/clusterqueues"] = ApiException(status=403)
+    assert verifier_on(cluster).queue_status() == {"cluster_queues": [], "local_queues": []}

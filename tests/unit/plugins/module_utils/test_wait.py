@@ -160,3 +160,45 @@ def test_watch_until_returns_what_is_pending_at_the_deadline():
                             lambda e: True, pause=clock.pause) == ['a']
     # The watch asked for no more than what was left of the deadline.
     assert cluster.calls[1] == ('watch', '1', 10, {})
+
+
+class PagedCluster(Cluster):
+    """Cluster whose LISTs come as pages: each answer of ``lists`` is [(items, resourceVersion), ...]."""
+
+    def list(self, collection, **query):
+        raise AssertionError('a paged wait never reads the whole list at once')
+
+    def pages(self, collection, **query):
+        self.calls.append(('pages', collection, query))
+        for items, rv in self.lists.pop(0):
+            yield items, {'resourceVersion': rv, 'continue': 'more'}
+
+
+def test_watch_until_paged_hands_the_list_over_one_page_at_a_time():
+    clock = Clock()
+    cluster = PagedCluster([[(['a', 'b'], '3'), (['c'], '4')]], [Events([{'type': 'MODIFIED', 'name': 'c'}])])
+    pages, state = [], set()
+
+    def listed(items):
+        pages.append(list(items))
+        state.update(items)
+        return sorted(state - {'a', 'b'})  # c is pending until its event
+
+    def changed(event):
+        state.discard(event['name'])
+        return sorted(state - {'a', 'b'})
+    assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), listed, changed, pause=clock.pause,
+                            paged=True, labelSelector='x') == []
+    assert pages == [['a', 'b'], ['c']]
+    # The watch starts from the last page's resourceVersion (the list's).
+    assert cluster.calls == [('pages', '/c', {'labelSelector': 'x'}), ('watch', '4', 30, {'labelSelector': 'x'})]
+
+
+def test_watch_until_paged_counts_what_is_pending_after_the_last_page():
+    clock = Clock()
+    # Pending after the first page, nothing after the last: no watch.
+    cluster = PagedCluster([[(['x'], '1'), ([], '2')]], [])
+    answers = iter([['x'], []])
+    assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), lambda items: next(answers),
+                            lambda e: True, paged=True) == []
+    assert [c[0] for c in cluster.calls] == ['pages']
