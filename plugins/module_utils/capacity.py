@@ -507,7 +507,7 @@ def live_objects(api_client, notes):
     out = []
     for kind in CONFIG_KINDS:
         if kind in exporter.served:
-            out.extend(dict(o, kind=kind) for o in exporter.list_raw(kind))
+            out.extend(dict(o, kind=kind) for o in exporter.iter_raw(kind))
     return out
 
 
