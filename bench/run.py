@@ -757,6 +757,23 @@ def markdown(res):
     return "\n".join(lines) + "\n"
 
 
+def write_results(folder, name, res, markdown_of):
+    """<folder>/<name>.json (everything) and <name>.md (markdown_of(res), printed too); a run cut short still keeps
+    its JSON when its tables cannot be made."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "%s.json" % name)
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(res, handle, indent=1, sort_keys=True)
+    try:
+        text = markdown_of(res)
+        with open(os.path.join(folder, "%s.md" % name), "w", encoding="utf-8") as handle:
+            handle.write(text)
+        print(text)
+    except Exception as exc:  # noqa: BLE001 - a partial run still keeps its JSON
+        log("no markdown table (%s: %s)" % (type(exc).__name__, exc))
+    log("results: %s" % path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run-dir", default=os.environ.get("KUEUEOPS_RUN_DIR_BENCH", "/tmp/bench-run"),
@@ -866,19 +883,7 @@ def main(argv=None):
                 bench.core.delete_namespace(ns["name"])
     finally:
         res["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
-        os.makedirs(args.results, exist_ok=True)
-        stamp = datetime.date.today().isoformat()
-        path = os.path.join(args.results, "%s.json" % stamp)
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(res, handle, indent=1, sort_keys=True)
-        try:
-            text = markdown(res)
-            with open(os.path.join(args.results, "%s.md" % stamp), "w", encoding="utf-8") as handle:
-                handle.write(text)
-            print(text)
-        except Exception as exc:  # noqa: BLE001 - a partial run still keeps its JSON
-            log("no markdown table (%s: %s)" % (type(exc).__name__, exc))
-        log("results: %s" % path)
+        write_results(args.results, datetime.date.today().isoformat(), res, markdown)
         bench.stop_proxy()
         bench.down()
     return 0

@@ -418,18 +418,7 @@ def main(argv=None):
     finally:
         res["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
         res["load_end"] = [round(x, 2) for x in os.getloadavg()]
-        os.makedirs(args.results, exist_ok=True)
-        path = os.path.join(args.results, "scale-%s.json" % stamp)
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(res, handle, indent=1, sort_keys=True)
-        try:
-            text = markdown(res)
-            with open(os.path.join(args.results, "scale-%s.md" % stamp), "w", encoding="utf-8") as handle:
-                handle.write(text)
-            print(text)
-        except Exception as exc:  # noqa: BLE001 - a partial run still keeps its JSON
-            log("no markdown table (%s: %s)" % (type(exc).__name__, exc))
-        log("results: %s" % path)
+        run.write_results(args.results, "scale-%s" % stamp, res, markdown)
         bench.down()
     return 0
 
