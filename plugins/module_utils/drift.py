@@ -40,8 +40,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils import versions
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_install import check_catalog, load_values_files, normalize
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import path
-from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier, decode_helm_release
+from ansible_collections.kueueops.aks.plugins.module_utils.verify import (Verifier, decode_helm_release,
+                                                                          latest_release_secret)
 
 ABSENT = '(absent)'
 _MISSING = object()
@@ -349,11 +349,8 @@ def extension_differences(extension, settings, version=None):
 
 # ------------------------------------------------------------------ the cluster
 def _latest_release(cluster, namespace, release_name):
-    secrets = cluster.items(path('v1', 'secrets', namespace), labelSelector='owner=helm,name=%s' % release_name)
-    if not secrets:
-        return None
-    latest = max(secrets, key=lambda s: int(((s.get('metadata') or {}).get('labels') or {}).get('version', '0')))
-    return decode_helm_release((latest.get('data') or {}).get('release'))
+    latest = latest_release_secret(cluster, namespace, release_name)
+    return decode_helm_release((latest.get('data') or {}).get('release')) if latest else None
 
 
 def install_drift(api_client, params, aks_managed):

@@ -221,13 +221,11 @@ class Verifier:
     def check_helm_release(self):
         """The release status from Helm's own storage (Secrets labelled owner=helm): no helm binary needed."""
         try:
-            secrets = self.cluster.items(path("v1", "secrets", self.ns),
-                                         labelSelector="owner=helm,name=%s" % self.release_name)
+            latest = latest_release_secret(self.cluster, self.ns, self.release_name)
         except ApiException as exc:
             return [Check("helm-release", False, "cannot read Helm's release records: %s" % api_exception_message(exc))]
-        if not secrets:
+        if latest is None:
             return [Check("helm-release", False, "no Helm release %r in namespace %s" % (self.release_name, self.ns))]
-        latest = max(secrets, key=lambda s: int(s["metadata"]["labels"].get("version", "0")))
         labels = latest["metadata"]["labels"]
         status = labels.get("status")
         details = {"revision": int(labels.get("version", "0")), "status": status}
@@ -473,6 +471,15 @@ def decode_helm_release(data):
         return json.loads(raw)
     except (ValueError, OSError):
         return None
+
+
+def latest_release_secret(cluster, namespace, release_name):
+    """The Secret of the newest revision of the Helm release ``release_name`` in ``namespace`` (Helm's storage:
+    Secrets labelled ``owner=helm,name=<release>``, ``version`` the revision), or None when there is none."""
+    secrets = cluster.items(path("v1", "secrets", namespace), labelSelector="owner=helm,name=%s" % release_name)
+    if not secrets:
+        return None
+    return max(secrets, key=lambda s: int(((s.get("metadata") or {}).get("labels") or {}).get("version", "0")))
 
 
 def helm_releases(cluster, namespace):
