@@ -31,6 +31,7 @@ WRAPPERS = {
     "configure_queues": "configure_queues",
     "uninstall_with_backup": "uninstall_with_backup",
     "upgrade": "upgrade",
+    "multikueue": "multikueue",
 }
 HEADER = """\
 ---

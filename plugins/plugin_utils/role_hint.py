@@ -51,6 +51,17 @@ OPTION_VARIABLES = {
         'integrations': 'kueue_integrations',
         'smoke_test': 'kueue_smoke_test_queues',
         'smoke_test_requests': 'kueue_smoke_test_requests',
+        'multikueue_admission_check': 'kueue_multikueue_admission_check',
+    },
+    'kueue_multikueue_worker': {
+        'namespace': 'kueue_namespace',
+        'service_account': 'kueue_multikueue_service_account',
+        'token_type': 'kueue_multikueue_token_type',
+        'token_ttl': 'kueue_multikueue_token_ttl',
+        'rotate': 'kueue_multikueue_rotate_tokens',
+        'server': 'kueue_multikueue_worker_server',
+        'ca_data': 'kueue_multikueue_worker_ca',
+        'cluster_name': 'kueue_multikueue_cluster_name',
     },
     'kueue_queues': {
         'resources': 'kueue_resources',
@@ -62,6 +73,9 @@ OPTION_VARIABLES = {
         'create_namespaces': 'kueue_create_namespaces',
         'kueue_namespace': 'kueue_namespace',
         'timeout': 'kueue_queues_timeout',
+        # the suboptions of multikueue (messages name multikueue.cluster_queues[0], ...)
+        'admission_check': 'kueue_multikueue_admission_check',
+        'cluster_queues': 'kueue_multikueue_cluster_queues',
     },
     'kueue_extension': {
         'resource_group': 'kueue_aks_resource_group',

@@ -1,0 +1,63 @@
+# Copyright: (c) 2026, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: multikueue_problems
+author: kueueops contributors
+version_added: 0.2.0
+short_description: What is wrong with a MultiKueue inventory and its inputs, before any cluster is touched
+description:
+  - The checks of the role entry point C(multikueue) of kueueops.aks.kueue that need no cluster - one host in
+    C(kueue_multikueue_manager), at least one in C(kueue_multikueue_workers), no host in both; each worker's
+    MultiKueueCluster name valid and unique; a kubeconfig given with C(kueue_multikueue_worker_kubeconfig) acceptable
+    to Kueue's MultiKueue (no exec plugin, token file, insecure TLS, certificate-authority file, basic auth or auth
+    provider); each ClusterQueue of C(kueue_multikueue_cluster_queues) a ClusterQueue of the manager's
+    C(kueue_resources) or C(kueue_resources_src).
+  - The same rules as kueueops.aks.kueue_queues' C(multikueue) option (plugins/module_utils/multikueue.py). No
+    message carries a kubeconfig or a token.
+options:
+  _input:
+    description:
+      - C(managers) (host names), C(workers) (the output of kueueops.aks.multikueue_workers), C(cluster_queues),
+        C(resources) and C(resources_src) (the manager's).
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Refuse a MultiKueue inventory that cannot work
+  ansible.builtin.assert:
+    that: problems | length == 0
+    fail_msg: "{{ problems | join(' ') }}"
+  vars:
+    problems: >-
+      {{ {'managers': groups['kueue_multikueue_manager'] | default([]),
+          'workers': groups['kueue_multikueue_workers'] | default([]) | kueueops.aks.multikueue_workers(hostvars),
+          'cluster_queues': kueue_multikueue_cluster_queues, 'resources': kueue_resources}
+         | kueueops.aks.multikueue_problems }}
+"""
+
+RETURN = r"""
+_value:
+  description: One sentence per problem, each naming the host or variable and the fix; empty when all is well.
+  type: list
+  elements: str
+"""
+
+from ansible_collections.kueueops.aks.plugins.module_utils import multikueue
+
+
+def multikueue_problems(inputs):
+    return multikueue.inventory_problems(
+        managers=list(inputs.get('managers') or []), workers=list(inputs.get('workers') or []),
+        cluster_queues=list(inputs.get('cluster_queues') or []), resources=inputs.get('resources') or [],
+        resources_src=inputs.get('resources_src'))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'multikueue_problems': multikueue_problems}

@@ -1,0 +1,261 @@
+"""MultiKueue across the clusters of the inventory (issue 18), on three local control planes: the session cluster
+is the manager, two more started here are the workers, each with its own real Kueue manager installed by the role
+(Helm, from the session cluster's registry). playbooks/multikueue.yml wires them; the tests prove the inputs refused
+before any write, the whole wiring with a Job dispatched to a worker and admitted there, changed=0 on a re-run,
+token rotation without a pause, a worker whose API server is down named by verify, a worker removed from the
+inventory, and the manager's backup holding every MultiKueue object. Everything listens on and dials 127.0.0.1."""
+from __future__ import annotations
+
+import base64
+import os
+
+import pytest
+import yaml
+from kubernetes import client, config
+
+from tests.harness.cluster import Cluster, run_dir
+
+from .ansible import REPO, run_playbook
+from .kubeutil import condition, reset_kueue, wait_for
+
+PLAYBOOK = os.path.join(REPO, "playbooks", "multikueue.yml")
+GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
+SA = "kueueops-multikueue"
+NS = "team-mk"
+RESOURCES = [
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "mk-flavor"}, "spec": {}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "mk-cq"},
+     "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+         {"name": "mk-flavor", "resources": [{"name": "cpu", "nominalQuota": "4"},
+                                             {"name": "memory", "nominalQuota": "4Gi"}]}]}]}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "mk-lq", "namespace": NS},
+     "spec": {"clusterQueue": "mk-cq"}},
+]
+# An exec-plugin kubeconfig, as `az aks get-credentials` writes for an Entra ID cluster (kubelogin).
+EXEC_KUBECONFIG = {
+    "apiVersion": "v1", "kind": "Config", "current-context": "aks",
+    "clusters": [{"name": "aks", "cluster": {"server": "https://127.0.0.1:1", "certificate-authority-data": "Zm9v"}}],
+    "contexts": [{"name": "aks", "context": {"cluster": "aks", "user": "entra"}}],
+    "users": [{"name": "entra", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                                  "command": "kubelogin", "args": ["get-token"]}}}]}
+
+
+def _inventory(path, manager, workers, *, managers=None, worker_group=None, others=None, **common):
+    """An inventory of the manager and worker clusters; `managers`/`worker_group` override the groups' hosts."""
+    def host(c, **extra):
+        return dict({"kueue_kubeconfig": c.kubeconfig}, **extra)
+    extra_hostvars = common.pop("_hostvars", None) or {}
+    everyone = {"manager": manager, **{"worker-%d" % (i + 1): w for i, w in enumerate(workers)}}
+    managers = managers if managers is not None else ["manager"]
+    worker_group = worker_group if worker_group is not None else [n for n in everyone if n != "manager"]
+    inventory = {"all": {
+        "vars": dict({
+            "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "kueue_helm_chart_ref": manager.chart_ref, "kueue_helm_plain_http": True,
+            "kueue_resources": RESOURCES, "kueue_multikueue_cluster_queues": ["mk-cq"],
+            "kueue_smoke_test": True, "kueue_smoke_test_queues": ["%s/mk-lq" % NS]}, **common),
+        "children": {
+            "kueue_multikueue_manager": {"hosts": {n: host(everyone[n]) for n in managers}},
+            "kueue_multikueue_workers": {"hosts": {n: host(everyone[n]) for n in worker_group}},
+            "kueue_clusters": {"hosts": {n: host(everyone[n]) for n in (others or [])}}}}}
+    for group, hostvars in extra_hostvars.items():
+        inventory["all"]["children"][group]["hosts"].update(hostvars)
+    path.write_text(yaml.safe_dump(inventory))
+    return str(path)
+
+
+def _custom(api, plural, name=None, namespace=None):
+    objs = client.CustomObjectsApi(api)
+    try:
+        if name is None:
+            return objs.list_cluster_custom_object(GROUP, VERSION, plural)["items"]
+        if namespace:
+            return objs.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+        return objs.get_cluster_custom_object(GROUP, VERSION, plural, name)
+    except client.exceptions.ApiException as exc:
+        if exc.status == 404:
+            return None if name is not None else []
+        raise
+
+
+def _secret_kubeconfigs(api) -> dict:
+    """{worker: kubeconfig dict} of the manager's MultiKueue Secrets (read by name from the MultiKueueClusters)."""
+    core = client.CoreV1Api(api)
+    found = {}
+    for mkc in _custom(api, "multikueueclusters"):
+        name = mkc["spec"]["clusterSource"]["kubeConfig"]["location"]
+        data = core.read_namespaced_secret(name, "kueue-system").data["kubeconfig"]
+        found[mkc["metadata"]["name"]] = yaml.safe_load(base64.b64decode(data))
+    return found
+
+
+def _token_authenticated(api, token) -> bool:
+    review = client.AuthenticationV1Api(api).create_token_review(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
+    return bool(review.status.authenticated)
+
+
+def _active(api, name) -> str | None:
+    mkc = _custom(api, "multikueueclusters", name)
+    return condition(mkc, "Active") if mkc else None
+
+
+@pytest.fixture(scope="module")
+def clusters(cluster, tmp_path_factory):
+    workers = [Cluster(run_dir().rstrip("/") + "-mk%d" % i) for i in (1, 2)]
+    try:
+        for worker in workers:
+            worker.up()
+        yield cluster, workers, tmp_path_factory.mktemp("multikueue")
+    finally:
+        for worker in workers:
+            worker.down()
+        api = config.new_client_from_config(cluster.kubeconfig)
+        reset_kueue(api, [NS], extension=False)
+        api.close()
+
+
+def test_bad_inputs_are_refused_before_anything_is_written(clusters):
+    manager, workers, tmp = clusters
+    cases = [
+        (dict(managers=[]), "kueue_multikueue_manager"),
+        (dict(managers=["manager", "worker-2"], worker_group=["worker-1"]), "kueue_multikueue_manager"),
+        (dict(worker_group=["manager", "worker-1"]), "both the manager and a worker"),
+        (dict(_hostvars={"kueue_multikueue_workers": {"worker-2": {
+            "kueue_kubeconfig": workers[1].kubeconfig, "kueue_multikueue_worker_kubeconfig": EXEC_KUBECONFIG}}}),
+         "exec"),
+        (dict(kueue_multikueue_cluster_queues=["mk-cq", "no-such-cq"]), "no-such-cq"),
+    ]
+    for index, (shape, expected) in enumerate(cases):
+        inv = _inventory(tmp / ("bad-%d.yml" % index), manager, workers, **shape)
+        run = run_playbook(PLAYBOOK, inventory=inv, timeout=300)
+        text = run.stdout + run.stderr
+        assert run.rc != 0 and expected in text and "Nothing was changed" in text, (shape, text[-3000:])
+        assert "Traceback" not in text
+    # Nothing was written on any cluster: no Kueue namespace on the workers, no Kueue on the manager.
+    for c in [manager] + workers:
+        api = config.new_client_from_config(c.kubeconfig)
+        names = [n.metadata.name for n in client.CoreV1Api(api).list_namespace().items]
+        assert "kueue-system" not in names and NS not in names, (c.folder, names)
+        api.close()
+
+
+def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
+    manager, workers, tmp = clusters
+    inv = _inventory(tmp / "mk.yml", manager, workers)
+    m_api = config.new_client_from_config(manager.kubeconfig)
+    w_apis = [config.new_client_from_config(w.kubeconfig) for w in workers]
+
+    # 1. The whole wiring, at -vvv: Kueue on all three, the worker side, the manager side, a Job dispatched.
+    first = run_playbook(PLAYBOOK, inventory=inv, verbosity=3, timeout=1500)
+    assert first.rc == 0, (first.stdout[-6000:], first.stderr[-2000:])
+    verify = first.result("Verify MultiKueue", "manager")
+    assert not verify["failed_checks"], verify["checks"]
+    assert {c["name"]: c["active"] for c in verify["multikueue"]["clusters"]} == {"worker-1": True, "worker-2": True}
+    dispatched_to = verify["multikueue"]["dispatched"]["%s/mk-lq" % NS]
+    assert dispatched_to in ("worker-1", "worker-2")
+    smoke = [c for c in verify["checks"] if c["name"] == "smoke-test/%s/mk-lq" % NS]
+    assert smoke and smoke[0]["ok"] and dispatched_to in smoke[0]["reason"], verify["checks"]
+    # The manager: a MultiKueueCluster per worker (Active), the config, the AdmissionCheck, the ClusterQueue with it.
+    assert _custom(m_api, "multikueueconfigs", "kueueops-multikueue")["spec"]["clusters"] == ["worker-1", "worker-2"]
+    check = _custom(m_api, "admissionchecks", "kueueops-multikueue")
+    assert check["spec"]["controllerName"] == "kueue.x-k8s.io/multikueue" and condition(check, "Active") == "True"
+    cq = _custom(m_api, "clusterqueues", "mk-cq")
+    assert [c["name"] for c in cq["spec"]["admissionChecksStrategy"]["admissionChecks"]] == ["kueueops-multikueue"]
+    kubeconfigs = _secret_kubeconfigs(m_api)
+    assert sorted(kubeconfigs) == ["worker-1", "worker-2"]
+    tokens = {}
+    for index, name in enumerate(("worker-1", "worker-2")):
+        assert _active(m_api, name) == "True"
+        kc = kubeconfigs[name]
+        (entry,) = kc["clusters"]
+        assert entry["cluster"]["server"] == workers[index].server and entry["cluster"]["certificate-authority-data"]
+        assert not entry["cluster"].get("insecure-skip-tls-verify")
+        (user,) = kc["users"]
+        assert set(user["user"]) == {"token"}
+        tokens[name] = user["user"]["token"]
+        # The worker: the ServiceAccount's token authenticates; its queues exist without the MultiKueue check.
+        assert _token_authenticated(w_apis[index], tokens[name])
+        client.CoreV1Api(w_apis[index]).read_namespaced_service_account(SA, "kueue-system")
+        client.RbacAuthorizationV1Api(w_apis[index]).read_cluster_role(SA)
+        worker_cq = _custom(w_apis[index], "clusterqueues", "mk-cq")
+        assert not (worker_cq["spec"].get("admissionChecksStrategy") or {}).get("admissionChecks"), worker_cq["spec"]
+        assert _custom(w_apis[index], "localqueues", "mk-lq", NS)
+    # No token at -vvv.
+    for token in tokens.values():
+        assert token not in first.stdout and token not in first.stderr
+
+    # 2. A re-run changes nothing (the smoke test runs again and dispatches again).
+    again = run_playbook(PLAYBOOK, inventory=inv, timeout=900)
+    assert again.rc == 0 and again.changed == 0, [(n, r.get("changed")) for h in ("manager", "worker-1", "worker-2")
+                                                   for n, r in again.tasks(h) if r.get("changed")]
+    assert _secret_kubeconfigs(m_api) == kubeconfigs
+
+    # 3. Rotation: new tokens on the manager, verified with a dispatch, then the old ones revoked.
+    rotated = run_playbook(PLAYBOOK, inventory=inv, extravars={"kueue_multikueue_rotate_tokens": True}, timeout=900)
+    assert rotated.rc == 0, rotated.stdout[-5000:]
+    assert rotated.result("Verify MultiKueue", "manager")["multikueue"]["dispatched"]["%s/mk-lq" % NS]
+    new = _secret_kubeconfigs(m_api)
+    for index, name in enumerate(("worker-1", "worker-2")):
+        token = new[name]["users"][0]["user"]["token"]
+        assert token != tokens[name]
+        assert _token_authenticated(w_apis[index], token) and not _token_authenticated(w_apis[index], tokens[name])
+        assert _active(m_api, name) == "True"
+
+    # 4. A worker whose API server is down: its own tasks fail, the manager's wiring is left as it was, and the
+    # manager's verify names it with the reason Kueue gives.
+    workers[1].stop_apiserver()
+    try:
+        wait_for("worker-2 inactive on the manager", lambda: _active(m_api, "worker-2") == "False", timeout=120)
+        down = run_playbook(PLAYBOOK, inventory=inv, extravars={"kueue_verify_timeout": 15}, timeout=900)
+        assert down.rc != 0 and down.host_stats("worker-2").get("failures") == 1, down
+        message = " ".join(down.failure_messages("manager"))
+        assert "worker-2" in message and "multikueue/cluster/worker-2" in message, message
+        assert _custom(m_api, "multikueueconfigs", "kueueops-multikueue")["spec"]["clusters"] == [
+            "worker-1", "worker-2"]
+    finally:
+        workers[1].start_apiserver()
+    wait_for("worker-2 active again", lambda: _active(m_api, "worker-2") == "True", timeout=180)
+
+    # 5. worker-2 leaves kueue_multikueue_workers (still an inventory host): its MultiKueueCluster and Secret go,
+    # and its ServiceAccount, ClusterRole and tokens on the worker; worker-1 still takes the Jobs.
+    holders = [s.metadata.name for s in client.CoreV1Api(w_apis[1]).list_namespaced_secret(
+        "kueue-system", label_selector="kueueops.aks/multikueue-token=%s" % SA).items]
+    assert holders
+    secret_name = _custom(m_api, "multikueueclusters", "worker-2")["spec"]["clusterSource"]["kubeConfig"]["location"]
+    removed_inv = _inventory(tmp / "removed.yml", manager, workers, worker_group=["worker-1"], others=["worker-2"])
+    removed = run_playbook(PLAYBOOK, inventory=removed_inv, timeout=900)
+    assert removed.rc == 0, removed.stdout[-5000:]
+    assert removed.result("Verify MultiKueue", "manager")["multikueue"]["dispatched"]["%s/mk-lq" % NS] == "worker-1"
+    assert _custom(m_api, "multikueueclusters", "worker-2") is None
+    assert _custom(m_api, "multikueueconfigs", "kueueops-multikueue")["spec"]["clusters"] == ["worker-1"]
+    with pytest.raises(client.exceptions.ApiException) as gone:
+        client.CoreV1Api(m_api).read_namespaced_secret(secret_name, "kueue-system")
+    assert gone.value.status == 404
+    core2 = client.CoreV1Api(w_apis[1])
+    assert not core2.list_namespaced_secret("kueue-system", label_selector="kueueops.aks/multikueue-token=%s" % SA).items
+    with pytest.raises(client.exceptions.ApiException):
+        core2.read_namespaced_service_account(SA, "kueue-system")
+    assert not _token_authenticated(w_apis[1], new["worker-2"]["users"][0]["user"]["token"])
+    again = run_playbook(PLAYBOOK, inventory=removed_inv, timeout=900)
+    assert again.rc == 0 and again.changed == 0, again
+
+    # 6. The manager's backup (include_secrets) holds every MultiKueue object and the worker's Secret, as live.
+    backup = run_playbook([{"hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [{
+        "name": "Back up the manager", "kueueops.aks.kueue_backup": {
+            "dest": str(tmp / "backup"), "include_secrets": True, "kubeconfig": manager.kubeconfig}}]}],
+        timeout=300)
+    assert backup.rc == 0, backup
+    docs = []
+    for root, _dirs, files in os.walk(str(tmp / "backup")):
+        for name in files:
+            if name.endswith((".yml", ".yaml")):
+                with open(os.path.join(root, name)) as handle:
+                    docs += [d for d in yaml.safe_load_all(handle) if isinstance(d, dict) and d.get("kind")]
+    kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    assert {("MultiKueueCluster", "worker-1"), ("MultiKueueConfig", "kueueops-multikueue"),
+            ("AdmissionCheck", "kueueops-multikueue"), ("ClusterQueue", "mk-cq"),
+            ("Secret", _custom(m_api, "multikueueclusters", "worker-1")["spec"]["clusterSource"]["kubeConfig"][
+                "location"])} <= kinds, sorted(kinds)
+    for api in [m_api] + w_apis:
+        api.close()
