@@ -199,7 +199,7 @@ options:
           kubeconfig:
             description:
               - The kubeconfig (YAML text) the manager uses to reach this worker, such as one
-                M(kueueops.aks.kueue_multikueue_worker) issues - a ServiceAccount token and
+                C(kueueops.aks.kueue_multikueue_worker) issues - a ServiceAccount token and
                 C(certificate-authority-data). Not logged (C(no_log)); never shown in results or diffs.
             type: str
             required: true

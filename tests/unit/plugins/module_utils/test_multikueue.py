@@ -166,9 +166,9 @@ def test_attach_refuses_a_second_multikueue_check_and_on_flavors():
     live = {'AdmissionCheck': {('AdmissionCheck', '', 'live-mk'): {'spec': {'controllerName': mk.CONTROLLER}}}}
     before = copy.deepcopy(objs)
     found = mk.attach(objs, option(cluster_queues=['team-a', 'team-b', 'team-c']), live)
-    assert [(p[0], p[1]) for p in found] == [('ClusterQueue team-a', 'multikueue.cluster_queues[0]'),
-                                            ('ClusterQueue team-b', 'multikueue.cluster_queues[1]'),
-                                            ('ClusterQueue team-c', 'multikueue.cluster_queues[2]')]
+    assert [(p[0], p[1]) for p in found] == [
+        ('ClusterQueue team-a', 'multikueue.cluster_queues[0]'), ('ClusterQueue team-b', 'multikueue.cluster_queues[1]'),
+        ('ClusterQueue team-c', 'multikueue.cluster_queues[2]')]
     assert 'MultipleMultiKueueAdmissionChecks' in found[0][2] and "'declared-mk'" in found[0][3]
     assert 'live-mk' in found[1][2]
     assert 'onFlavors' in found[2][2] and 'kueue_multikueue_cluster_queues' in found[2][3]
