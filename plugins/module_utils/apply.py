@@ -30,7 +30,7 @@ import re
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
-from ansible_collections.kueueops.aks.plugins.module_utils import managed_fields
+from ansible_collections.kueueops.aks.plugins.module_utils import managed_fields, multikueue
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils import schema_check, server_errors
 
@@ -635,6 +635,38 @@ def load_declared(params, masked):
     return items, problems
 
 
+def _multikueue_documents(mk, items, problems, kueue_ns, masked, present=True):
+    """``(items, generated Secret names)``: the input documents with those the ``multikueue`` option generates
+    added (multikueue.documents), after the option's own checks (its problems join ``problems``; then nothing is
+    generated and the names are None). Every kubeconfig and the secrets in it join ``masked`` first."""
+    if not mk:
+        return items, None
+    for cluster in mk.get('clusters') or []:
+        kubeconfig = cluster.get('kubeconfig')
+        if isinstance(kubeconfig, str) and kubeconfig:
+            masked.add(kubeconfig)
+            masked.update(multikueue.kubeconfig_secrets(kubeconfig))
+    found = [q.Problem(*p) for p in multikueue.option_problems(mk, items, kueue_ns, present)]
+    if found:
+        problems.extend(_scrub(found, masked))
+        return items, None
+    generated = multikueue.documents(mk, kueue_ns)
+    masked.update(q.secret_values([doc for _origin, doc in generated]))
+    names = set(doc['metadata']['name'] for _origin, doc in generated if doc['kind'] == 'Secret')
+    return items + generated, names
+
+
+def _prune_keys(params, live, desired_keys, manager, aks_managed, objects=(), kueue_ns='kueue-system'):
+    """What a run deletes: with ``prune``, everything this field manager applied that the input no longer declares
+    (queues.prune_candidates); with ``multikueue`` (even without ``prune``), those of them that carry the option's
+    label (multikueue.owned): the wiring of workers no longer listed."""
+    mk = params.get('multikueue')
+    if not params.get('prune') and not mk:
+        return []
+    keys = q.prune_candidates(live, desired_keys, manager, aks_managed, objects, kueue_ns)
+    return keys if params.get('prune') else multikueue.owned(live, keys, mk['config'])
+
+
 def normalise_declared(engine, items, problems, kueue_ns, masked):
     """``(objects, converted)``: the declared documents normalised to the versions the cluster serves
     (``engine.discover()`` ran), in dependency order, and the keys of those declared at another API version."""
@@ -658,6 +690,9 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     kueue_ns = params.get('kueue_namespace') or 'kueue-system'
     masked = no_log_values if no_log_values is not None else set()
     items, problems = load_declared(params, masked)
+    mk = params.get('multikueue')
+    items, generated_secrets = _multikueue_documents(mk, items, problems, kueue_ns, masked,
+                                                     params.get('state') != 'absent')
     engine.discover()
     aks_managed = params.get('aks_extension')
     if aks_managed is None:
@@ -674,7 +709,7 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     live = engine.list_live()
     namespaces = engine.list_namespaces() if any(o['kind'] in api.NAMESPACED for o in objects) else set()
     desired_keys = set(api.obj_key(o) for o in objects)
-    prune_keys = q.prune_candidates(live, desired_keys, engine.manager, aks_managed) if params.get('prune') else []
+    prune_keys = _prune_keys(params, live, desired_keys, engine.manager, aks_managed)
     # The Secrets this run deals with: declared ones, those the declared MultiKueueClusters use, and
     # those of MultiKueueClusters being pruned (candidates for pruning themselves).
     secret_names = set(o['metadata']['name'] for o in objects if o['kind'] == 'Secret')
@@ -683,14 +718,17 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     secret_names.update(name for (_ns, name) in q.multikueue_secret_refs(users, kueue_ns))
     live['Secret'] = engine.get_secrets(kueue_ns, secret_names) if secret_names else {}
     masked.update(q.secret_values(live['Secret'].values()))
-    if params.get('prune'):
-        prune_keys = q.prune_candidates(live, desired_keys, engine.manager, aks_managed, objects, kueue_ns)
+    prune_keys = _prune_keys(params, live, desired_keys, engine.manager, aks_managed, objects, kueue_ns)
+    if mk and generated_secrets is not None:
+        problems.extend(q.Problem(*p) for p in multikueue.attach(objects, mk, live, prune_keys))
+        result['multikueue'] = multikueue.summary(mk, multikueue.owned(live, prune_keys, mk['config']))
     provisioning_api = None
     if q.provisioning_request_checks(objects):
         provisioning_api = engine.serves(*q.PROVISIONING_REQUEST_API)
     problems.extend(q.validate(objects, live, namespaces, create_namespaces=params.get('create_namespaces'),
                                aks_managed=aks_managed, pruned=prune_keys, kueue_namespace=kueue_ns,
-                               provisioning_request_api=provisioning_api))
+                               provisioning_request_api=provisioning_api,
+                               kubeconfigs_checked=generated_secrets or ()))
     problems.extend(engine.schema_problems(objects, skip=set(p.obj for p in problems)))
     if problems:
         raise QueueProblems(_scrub(problems, masked), 'input and cross-reference checks')

@@ -206,3 +206,9 @@ def label_key_error(key, field):
     return KueueOpsError('%r is not a valid label key' % (key,), field=field,
                          fix='give a label key such as kueue.x-k8s.io/queue-name: an optional DNS subdomain '
                              'prefix and "/", then at most 63 letters, digits, "-", "_" or "."')
+
+
+def is_dns_subdomain(name, max_length=253):
+    """Whether ``name`` is a DNS-1123 subdomain (the name of most Kubernetes objects) of at most ``max_length``
+    characters."""
+    return isinstance(name, str) and len(name) <= max_length and bool(_DNS_SUBDOMAIN_RE.match(name))

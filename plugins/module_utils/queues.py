@@ -88,6 +88,7 @@ except ImportError:  # pragma: no cover - the module reports the missing library
     yaml = None
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED
+from ansible_collections.kueueops.aks.plugins.module_utils import multikueue
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import (
     ALPHA, ALPHA_KINDS, EXPORT_METADATA, GROUP, KIND_ORDER, LAST_APPLIED, NAMESPACED, PLURALS, VERSIONS, condition,
     key_label, kind_rank, obj_key, obj_label, strip_server_metadata)
@@ -96,13 +97,13 @@ FIELD_MANAGER = 'kueueops'
 RESOURCE_IN_USE_FINALIZER = 'kueue.x-k8s.io/resource-in-use'
 AKS_PREFIX = 'aks-'
 
-MULTIKUEUE_CONTROLLER = GROUP + '/multikueue'
+MULTIKUEUE_CONTROLLER = multikueue.CONTROLLER
 # Kueue's ProvisioningRequest admission check controller needs cluster-autoscaler's ProvisioningRequest
 # API (Kueue 0.13 .. 0.19 import autoscaling.x-k8s.io/v1 and skip the controller when the manager starts
 # without it: cmd/kueue/main.go, ServerSupportsProvisioningRequest). MultiKueue's API is Kueue's own.
 PROVISIONING_REQUEST_CONTROLLER = GROUP + '/provisioning-request'
 PROVISIONING_REQUEST_API = ('autoscaling.x-k8s.io', 'v1', 'provisioningrequests')
-MULTIKUEUE_SECRET_KEY = 'kubeconfig'
+MULTIKUEUE_SECRET_KEY = multikueue.SECRET_KEY
 _SECRET_FIELDS = ('apiVersion', 'kind', 'metadata', 'data', 'stringData', 'type', 'immutable')
 # Kinds that Kueue reports an Active condition for.
 ACTIVE_KINDS = ('ClusterQueue', 'LocalQueue')
@@ -693,13 +694,16 @@ def provisioning_request_checks(objects):
 
 
 def validate(objects, live, namespaces, create_namespaces=False, aks_managed=False, pruned=None,
-             kueue_namespace='kueue-system', provisioning_request_api=None):
+             kueue_namespace='kueue-system', provisioning_request_api=None, kubeconfigs_checked=()):
     """Cross-reference and content checks; returns a list of Problems (all of them).
 
     ``live`` maps kind -> {key: live object} (the cluster now); ``namespaces`` is the
     set of existing namespace names; ``pruned`` the keys that this run would delete.
     ``provisioning_request_api``: whether the cluster serves the ProvisioningRequest API
     (``False`` refuses the AdmissionChecks that need it; ``None``: not looked up).
+    The kubeconfig of every declared Secret a MultiKueueCluster uses is checked as MultiKueue checks it
+    (``multikueue.kubeconfig_problems``), but for the Secret names in ``kubeconfigs_checked`` (those the
+    ``multikueue`` option generated, whose kubeconfigs were checked under the option's own field names).
     Implicit cohorts are legal in Kueue: a ClusterQueue's ``cohortName`` or a
     Cohort's ``parentName`` may name a cohort that has no Cohort object (Kueue's
     hierarchy manager creates it on the fly), so they are not problems; see
@@ -744,6 +748,8 @@ def validate(objects, live, namespaces, create_namespaces=False, aks_managed=Fal
                                         'Secret; kueue_queues applies only the Secrets MultiKueueClusters read their '
                                         'kubeconfig from (spec.clusterSource.kubeConfig.location); apply other '
                                         'Secrets with kubernetes.core.k8s'))
+            elif name not in kubeconfigs_checked:
+                problems.extend(_kubeconfig_problems(obj, label))
             if kueue_namespace not in namespaces:
                 problems.append(Problem(label, 'metadata.namespace',
                                         'namespace %r (where Kueue runs) does not exist; install Kueue first'
@@ -856,6 +862,19 @@ def validate(objects, live, namespaces, create_namespaces=False, aks_managed=Fal
             problems.append(Problem('Cohort %s' % cycle[0], 'spec.parentName',
                                     'cohort cycle %s in the cluster' % ring))
     return problems
+
+
+def _kubeconfig_problems(secret, label):
+    """Problems of the kubeconfig a declared Secret holds (key ``kubeconfig``, base64 in ``data``), as MultiKueue
+    would judge it. No value is ever quoted."""
+    field = 'data.%s' % MULTIKUEUE_SECRET_KEY
+    try:
+        text = base64.b64decode((secret.get('data') or {}).get(MULTIKUEUE_SECRET_KEY) or '').decode('utf-8')
+    except (binascii.Error, ValueError):
+        return [Problem(label, field, 'is not UTF-8 text (value not shown); a kubeconfig is YAML text',
+                        multikueue.KUBECONFIG_FIX)]
+    return [Problem(label, field, multikueue.kubeconfig_text(kfield, why), multikueue.KUBECONFIG_FIX)
+            for kfield, why in multikueue.kubeconfig_problems(text)]
 
 
 def implicit_cohorts(objects, live):

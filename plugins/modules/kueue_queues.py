@@ -145,6 +145,64 @@ options:
     description: Concurrent requests within a kind.
     type: int
     default: 8
+  multikueue:
+    description:
+      - The manager side of MultiKueue, generated whole from the worker clusters' kubeconfigs and added to the input
+        (so it is validated, dry-run, applied, diffed and reported like the rest) - per worker a Secret
+        C(<config>-<name>) in O(kueue_namespace) holding the kubeconfig and a MultiKueueCluster C(<name>) reading it;
+        a MultiKueueConfig O(multikueue.config) listing the workers in the given order; an AdmissionCheck
+        O(multikueue.admission_check) of controller C(kueue.x-k8s.io/multikueue) naming it; and that AdmissionCheck
+        added to each ClusterQueue of O(multikueue.cluster_queues).
+      - Every generated object is labelled C(app.kubernetes.io/managed-by=kueueops) and
+        C(kueueops.aks/multikueue=<config>). The live MultiKueueClusters, MultiKueueConfig and AdmissionCheck with that
+        label that the run no longer generates are deleted even when O(prune=false), with the Secrets of those
+        MultiKueueClusters (read by name, never listed); they are reported in RV(pruned). Removing a worker from the
+        list removes its wiring.
+      - Each kubeconfig is checked as Kueue's MultiKueue controller checks it, and refused before anything is written
+        when it would leave its MultiKueueCluster inactive (reason C(InsecureKubeConfig)) - an C(exec) plugin, an
+        C(auth-provider), a C(tokenFile), a username and password, C(insecure-skip-tls-verify), a
+        C(certificate-authority) file path instead of C(certificate-authority-data), a server URL without a valid
+        host, or no current context resolving to a cluster and a user. The kubeconfigs of the Secrets given in
+        O(secrets) or O(src) for MultiKueueClusters are checked the same way.
+      - With O(state=absent), the generated objects (not the ClusterQueues) are deleted; the kubeconfigs are not
+        checked.
+    type: dict
+    suboptions:
+      config:
+        description: The name of the MultiKueueConfig, part of each Secret's name and the value of the ownership label.
+        type: str
+        default: kueueops-multikueue
+      admission_check:
+        description: The name of the AdmissionCheck.
+        type: str
+        default: kueueops-multikueue
+      cluster_queues:
+        description:
+          - ClusterQueues of the input (O(resources) or O(src)) that get the AdmissionCheck, appended to the checks
+            they declare (C(spec.admissionChecksStrategy.admissionChecks), or the v1beta1 C(spec.admissionChecks)
+            when they declare that).
+          - Refused when a ClusterQueue already lists another MultiKueue AdmissionCheck (Kueue allows one) or lists
+            this one with C(onFlavors).
+        type: list
+        elements: str
+        default: []
+      clusters:
+        description: The worker clusters, at least one.
+        type: list
+        elements: dict
+        required: true
+        suboptions:
+          name:
+            description: The MultiKueueCluster's name (a DNS-1123 subdomain of at most 63 characters).
+            type: str
+            required: true
+          kubeconfig:
+            description:
+              - The kubeconfig (YAML text) the manager uses to reach this worker, such as one
+                C(kueueops.aks.kueue_multikueue_worker) issues - a ServiceAccount token and
+                C(certificate-authority-data). Not logged (C(no_log)); never shown in results or diffs.
+            type: str
+            required: true
 attributes:
   check_mode:
     support: full
@@ -211,6 +269,19 @@ EXAMPLES = r"""
         spec:
           controllerName: kueue.x-k8s.io/multikueue
           parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: workers}
+
+- name: MultiKueue generated from the workers' kubeconfigs - Secrets, MultiKueueClusters, config, AdmissionCheck
+  kueueops.aks.kueue_queues:
+    src: queues/
+    multikueue:
+      config: dispatch
+      admission_check: dispatch
+      cluster_queues: [team-a]
+      clusters:
+        - name: worker-1
+          kubeconfig: "{{ worker1_kubeconfig }}"
+        - name: worker-2
+          kubeconfig: "{{ worker2_kubeconfig }}"
 
 - name: Restore a backup folder without admitting anything half-way, removing what it no longer has
   kueueops.aks.kueue_queues:
@@ -291,6 +362,35 @@ unconfirmed:
   returned: failure, when the API server became unreachable during the writes
   type: list
   elements: dict
+multikueue:
+  description: With O(multikueue), the wiring it generated (names only).
+  returned: O(state=present) and O(multikueue) given
+  type: dict
+  contains:
+    config:
+      description: The MultiKueueConfig.
+      type: str
+      sample: kueueops-multikueue
+    admission_check:
+      description: The AdmissionCheck.
+      type: str
+      sample: kueueops-multikueue
+    clusters:
+      description: The MultiKueueClusters, in order.
+      type: list
+      elements: str
+      sample: [worker-1, worker-2]
+    cluster_queues:
+      description: The ClusterQueues that got the AdmissionCheck.
+      type: list
+      elements: str
+      sample: [team-a]
+    pruned_clusters:
+      description: The MultiKueueClusters of this option that were (in check mode, would be) deleted, with their
+        Secrets, because they are no longer listed.
+      type: list
+      elements: str
+      sample: [worker-3]
 problems:
   description: On failure, every problem found, each with the object, the field and what is wrong.
   returned: failure
@@ -322,13 +422,23 @@ def main():
         aks_extension=dict(type='bool'),
         kueue_namespace=dict(type='str', default='kueue-system'),
         workers=dict(type='int', default=8),
+        multikueue=dict(type='dict', options=dict(
+            config=dict(type='str', default='kueueops-multikueue'),
+            admission_check=dict(type='str', default='kueueops-multikueue'),
+            cluster_queues=dict(type='list', elements='str', default=[]),
+            clusters=dict(type='list', elements='dict', required=True, options=dict(
+                name=dict(type='str', required=True),
+                kubeconfig=dict(type='str', required=True, no_log=True),
+            )),
+        )),
     ), supports_check_mode=True)
     params = module.params
     module.check_seconds('timeout')
     if not 1 <= params['workers'] <= MAX_WORKERS:
         module.refuse('must be between 1 and %d, got %d' % (MAX_WORKERS, params['workers']), 'workers',
                       'give the number of concurrent requests, for example the default 8')
-    if not params['resources'] and not params['src'] and not params['secrets'] and not params['prune']:
+    if not params['resources'] and not params['src'] and not params['secrets'] and not params['prune'] \
+            and not params['multikueue']:
         module.refuse('nothing to do', 'resources',
                       'give resources and/or src (or prune: true to delete everything this module applied)')
     if queues.yaml is None:

@@ -58,7 +58,9 @@ DECLARED = [
 # Ansible would mask every string of it, its name and kind too): its values must never show, drifted or not.
 DECLARED_TOKEN, LIVE_TOKEN = "dr-declared-token-5a1b9c", "dr-rotated-token-77e2d4"
 SECRETS = [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dr-worker-kubeconfig"},
-            "stringData": {"kubeconfig": "apiVersion: v1\nkind: Config\nusers:\n- name: w\n  user: {token: %s}\n"
+            "stringData": {"kubeconfig": "apiVersion: v1\nkind: Config\nclusters:\n- name: w\n  cluster: {server: "
+                                         "'https://127.0.0.1:1'}\nusers:\n- name: w\n  user: {token: %s}\ncontexts:\n"
+                                         "- name: w\n  context: {cluster: w, user: w}\ncurrent-context: w\n"
                                          % DECLARED_TOKEN}}]
 
 

@@ -7,10 +7,14 @@ removed afterwards.
 """
 from __future__ import annotations
 
+import base64
 import copy
+import os
+import socket
 import time
 
 import pytest
+import yaml
 from kubernetes import client
 
 from .ansible import run_playbook
@@ -508,3 +512,136 @@ def test_two_runs_at_once(clean):
     for name in ("kq-team-a", "kq-team-b"):
         cpu = get(kube, "ClusterQueue", name)["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
         assert str(cpu["nominalQuota"]) in ("8", "64"), cpu
+
+
+# ------------------------------------------------------------------ MultiKueue (issue 18, the manager side)
+MK_TOKEN = "kq-mk-token-" + os.urandom(8).hex()
+
+
+def _dead_loopback_port():
+    """A loopback port nothing listens on (MultiKueue dials it and fails: the MultiKueueClusters stay inactive; the
+    lead's 3-cluster test proves Active and dispatch)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _worker_kubeconfig(user=None):
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "w", "cluster": {"server": "https://127.0.0.1:%d" % _dead_loopback_port(),
+                                               "certificate-authority-data": "Q0EtZGF0YQ=="}}],
+        "users": [{"name": "w", "user": user or {"token": MK_TOKEN}}],
+        "contexts": [{"name": "w", "context": {"cluster": "w", "user": "w"}}], "current-context": "w"})
+
+
+def _mk_state(kube):
+    """{(kind, name): (resourceVersion, labels)} of the kq- MultiKueue wiring, its Secrets and kq- ClusterQueues."""
+    custom = client.CustomObjectsApi(kube)
+    out = {}
+    for kind, plural in (("MultiKueueCluster", "multikueueclusters"), ("MultiKueueConfig", "multikueueconfigs"),
+                         ("AdmissionCheck", "admissionchecks"), ("ClusterQueue", "clusterqueues")):
+        for item in custom.list_cluster_custom_object(GROUP, "v1beta2", plural)["items"]:
+            if item["metadata"]["name"].startswith("kq-"):
+                out[(kind, item["metadata"]["name"])] = (item["metadata"]["resourceVersion"],
+                                                         item["metadata"].get("labels") or {})
+    for item in client.CoreV1Api(kube).list_namespaced_secret("kueue-system").items:
+        if item.metadata.name.startswith("kq-"):
+            out[("Secret", item.metadata.name)] = (item.metadata.resource_version, item.metadata.labels or {})
+    return out
+
+
+def _delete_mk(kube):
+    custom = client.CustomObjectsApi(kube)
+    for plural in ("multikueueconfigs", "multikueueclusters"):
+        for item in custom.list_cluster_custom_object(GROUP, "v1beta2", plural)["items"]:
+            if item["metadata"]["name"].startswith("kq-"):
+                custom.delete_cluster_custom_object(GROUP, "v1beta2", plural, item["metadata"]["name"])
+    core = client.CoreV1Api(kube)
+    for item in core.list_namespaced_secret("kueue-system").items:
+        if item.metadata.name.startswith("kq-"):
+            core.delete_namespaced_secret(item.metadata.name, "kueue-system")
+
+
+def test_multikueue_option_wires_prunes_its_own_and_refuses_insecure_kubeconfigs(clean):
+    kube = clean
+    base = [{"apiVersion": V2, "kind": "ResourceFlavor", "metadata": {"name": "kq-mk-flavor"}},
+            {"apiVersion": V2, "kind": "ClusterQueue", "metadata": {"name": "kq-mk-cq"},
+             "spec": {"namespaceSelector": {}, "admissionChecksStrategy": {"admissionChecks": []},
+                      "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                          {"name": "kq-mk-flavor", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}}]
+    workers = [{"name": "kq-worker-1", "kubeconfig": _worker_kubeconfig()},
+               {"name": "kq-worker-2", "kubeconfig": _worker_kubeconfig()}]
+
+    def option(clusters):
+        return {"config": "kq-mk", "admission_check": "kq-mk-check", "cluster_queues": ["kq-mk-cq"],
+                "clusters": clusters}
+
+    labels = {"app.kubernetes.io/managed-by": "kueueops", "kueueops.aks/multikueue": "kq-mk"}
+    try:
+        # The workers are unreachable, so the ClusterQueue stays inactive (its check has no usable cluster): no wait.
+        first = run_playbook(play(queues_task(name="Wire", resources=base, multikueue=option(workers), wait=False),
+                                  queues_task(name="Again", resources=base, multikueue=option(workers), wait=False)))
+        assert first.rc == 0, first.stdout[-3000:]
+        wired = first.result("Wire")
+        assert wired["changed"] is True
+        assert wired["multikueue"] == {"config": "kq-mk", "admission_check": "kq-mk-check",
+                                       "clusters": ["kq-worker-1", "kq-worker-2"], "cluster_queues": ["kq-mk-cq"],
+                                       "pruned_clusters": []}
+        assert first.result("Again")["changed"] is False
+        state = _mk_state(kube)
+        assert {k: v[1] for k, v in state.items() if k[0] != "ClusterQueue"} == {
+            ("MultiKueueCluster", "kq-worker-1"): labels, ("MultiKueueCluster", "kq-worker-2"): labels,
+            ("MultiKueueConfig", "kq-mk"): labels, ("AdmissionCheck", "kq-mk-check"): labels,
+            ("Secret", "kq-mk-kq-worker-1"): labels, ("Secret", "kq-mk-kq-worker-2"): labels}
+        custom = client.CustomObjectsApi(kube)
+        cluster = custom.get_cluster_custom_object(GROUP, "v1beta2", "multikueueclusters", "kq-worker-2")
+        assert cluster["spec"]["clusterSource"]["kubeConfig"] == {"locationType": "Secret",
+                                                                  "location": "kq-mk-kq-worker-2"}
+        config = custom.get_cluster_custom_object(GROUP, "v1beta2", "multikueueconfigs", "kq-mk")
+        assert config["spec"]["clusters"] == ["kq-worker-1", "kq-worker-2"]
+        check = get(kube, "AdmissionCheck", "kq-mk-check")
+        assert check["spec"]["controllerName"] == "kueue.x-k8s.io/multikueue"
+        assert check["spec"]["parameters"] == {"apiGroup": GROUP, "kind": "MultiKueueConfig", "name": "kq-mk"}
+        assert get(kube, "ClusterQueue", "kq-mk-cq")["spec"]["admissionChecksStrategy"] == {
+            "admissionChecks": [{"name": "kq-mk-check"}]}
+        secret = client.CoreV1Api(kube).read_namespaced_secret("kq-mk-kq-worker-1", "kueue-system")
+        assert base64.b64decode(secret.data["kubeconfig"]).decode() == workers[0]["kubeconfig"]
+
+        # An exec plugin is refused before any write; check mode with diff shows the prune, REDACTED, writes nothing.
+        insecure = [workers[0], {"name": "kq-worker-2", "kubeconfig": _worker_kubeconfig(
+            {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "kq-helper", "args": [MK_TOKEN]}})}]
+        dry = dict(queues_task(name="Check", resources=base, multikueue=option(workers[:1]), wait=False),
+                   check_mode=True, diff=True)
+        refused = run_playbook(play(queues_task(name="Insecure", ignore_errors=True, resources=base,
+                                                multikueue=option(insecure), wait=False), dry))
+        assert refused.rc == 0, refused.stdout[-3000:]
+        bad = refused.result("Insecure")
+        assert bad.get("failed") and "Traceback" not in bad["msg"]
+        assert "multikueue.clusters[1].kubeconfig" in bad["msg"] and "users[0].user.exec" in bad["msg"], bad["msg"]
+        assert "kueue_multikueue_worker" in bad["msg"] and "InsecureKubeConfig" in bad["msg"]
+        dry_res = refused.result("Check")
+        assert dry_res["changed"] is True and dry_res["multikueue"]["pruned_clusters"] == ["kq-worker-2"]
+        assert sorted((p["kind"], p["name"]) for p in dry_res["pruned"]) == [
+            ("MultiKueueCluster", "kq-worker-2"), ("Secret", "kq-mk-kq-worker-2")]
+        secret_diffs = [d for d in dry_res["diff"] if d["before_header"].startswith("Secret")]
+        assert secret_diffs and all(d["before"]["data"] == {"kubeconfig": "VALUE_REDACTED_BY_KUEUEOPS"}
+                                    for d in secret_diffs)
+        assert MK_TOKEN not in refused.stdout and "kq-helper" not in refused.stdout
+        assert _mk_state(kube) == state
+
+        # Dropping a worker removes its MultiKueueCluster and Secret, with prune false.
+        dropped = run_playbook(play(queues_task(name="Drop", resources=base, multikueue=option(workers[:1]),
+                                                prune=False, wait=False)))
+        assert dropped.rc == 0, dropped.stdout[-3000:]
+        res = dropped.result("Drop")
+        assert sorted((p["kind"], p["name"]) for p in res["pruned"]) == [
+            ("MultiKueueCluster", "kq-worker-2"), ("Secret", "kq-mk-kq-worker-2")]
+        after = _mk_state(kube)
+        assert ("MultiKueueCluster", "kq-worker-2") not in after and ("Secret", "kq-mk-kq-worker-2") not in after
+        assert ("Secret", "kq-mk-kq-worker-1") in after
+        config = custom.get_cluster_custom_object(GROUP, "v1beta2", "multikueueconfigs", "kq-mk")
+        assert config["spec"]["clusters"] == ["kq-worker-1"]
+        assert MK_TOKEN not in first.stdout + dropped.stdout
+    finally:
+        _delete_mk(kube)

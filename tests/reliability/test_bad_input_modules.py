@@ -128,6 +128,21 @@ def q(resources=None, **kw):
     return args
 
 
+# The multikueue option of kueue_queues (issue 18, the manager side): a worker kubeconfig in block YAML (no braces,
+# which _fill would read as placeholders), its user given as indented lines.
+def mk_kubeconfig(user="    token: corpus-mk-token\n", cluster="    certificate-authority-data: Q0E=\n"):
+    return ("apiVersion: v1\nkind: Config\nclusters:\n- name: w\n  cluster:\n    server: https://127.0.0.1:1\n" + cluster
+            + "users:\n- name: w\n  user:\n" + user
+            + "contexts:\n- name: w\n  context:\n    cluster: w\n    user: w\ncurrent-context: w\n")
+
+
+def mk(clusters=None, resources=None, **kw):
+    option = {"config": "corpus-mk", "admission_check": "corpus-mk-check", "cluster_queues": [CQ],
+              "clusters": clusters if clusters is not None else [{"name": "corpus-w1", "kubeconfig": mk_kubeconfig()}]}
+    option.update(kw)
+    return q([rf(), cq(), lq()] + (resources or []), multikueue=option)
+
+
 # ------------------------------------------------------------------------------------------- cases
 CASES = [
     # ---- kueue_helm: options, types, feature gates, integrations, versions, values
@@ -391,6 +406,60 @@ CASES = [
          ["MultiKueueCluster corpus-mkc", "spec.clusterSource"], ["set exactly one"],
          {"args": q([{"apiVersion": API, "kind": "MultiKueueCluster", "metadata": {"name": "corpus-mkc"},
                       "spec": {"clusterSource": {}}}])}),
+
+    # ---- kueue_queues multikueue (issue 18, the manager side): the option's refusals, before any write
+    Case("queues-multikueue-no-clusters", "kueue_queues", ["multikueue.clusters", "is empty"],
+         ["list each worker"], {"args": mk(clusters=[])}),
+    Case("queues-multikueue-cluster-missing-kubeconfig", "kueue_queues", ["kubeconfig", "clusters"], ["required"],
+         {"args": mk(clusters=[{"name": "corpus-w1"}])}),
+    Case("queues-multikueue-duplicate-cluster", "kueue_queues", ["multikueue.clusters[1].name", "listed twice"],
+         ["one entry per worker"],
+         {"args": mk(clusters=[{"name": "corpus-w1", "kubeconfig": mk_kubeconfig()},
+                               {"name": "corpus-w1", "kubeconfig": mk_kubeconfig()}])}),
+    Case("queues-multikueue-invalid-cluster-name", "kueue_queues", ["multikueue.clusters[0].name", "Corpus_W1"],
+         ["DNS-1123 subdomain of at most 63"],
+         {"args": mk(clusters=[{"name": "Corpus_W1", "kubeconfig": mk_kubeconfig()}])}),
+    Case("queues-multikueue-invalid-config-name", "kueue_queues", ["multikueue.config", "not a valid name"],
+         ["DNS-1123 subdomain"], {"args": mk(config="corpus_mk")}),
+    Case("queues-multikueue-exec-kubeconfig", "kueue_queues",
+         ["MultiKueueCluster corpus-w1", "multikueue.clusters[0].kubeconfig", "users[0].user.exec",
+          "InsecureKubeConfig"], ["ServiceAccount token", "certificate-authority-data"],
+         {"args": mk(clusters=[{"name": "corpus-w1", "kubeconfig": mk_kubeconfig(
+             user="    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: kubelogin\n")}])}),
+    Case("queues-multikueue-ca-file-kubeconfig", "kueue_queues",
+         ["multikueue.clusters[0].kubeconfig", "clusters[0].cluster.certificate-authority"],
+         ["certificate-authority-data"],
+         {"args": mk(clusters=[{"name": "corpus-w1", "kubeconfig": mk_kubeconfig(
+             cluster="    certificate-authority: /etc/worker-ca.crt\n")}])}),
+    Case("queues-multikueue-garbage-kubeconfig", "kueue_queues", ["multikueue.clusters[0].kubeconfig", "not valid YAML"],
+         ["ServiceAccount token"], {"args": mk(clusters=[{"name": "corpus-w1", "kubeconfig": "clusters: [unclosed\n"}])}),
+    Case("queues-multikueue-cluster-queue-not-in-input", "kueue_queues",
+         ["multikueue.cluster_queues[1]", "corpus-elsewhere"], ["remove it from kueue_multikueue_cluster_queues"],
+         {"args": mk(cluster_queues=[CQ, "corpus-elsewhere"])}),
+    Case("queues-multikueue-name-clash", "kueue_queues", ["multikueue.clusters[0].name", "also declared"],
+         ["the multikueue option generates it"],
+         {"args": mk(resources=[{"apiVersion": API, "kind": "MultiKueueCluster", "metadata": {"name": "corpus-w1"},
+                                 "spec": {"clusterSource": {"kubeConfig": {"location": "corpus-other",
+                                                                           "locationType": "Secret"}}}}])}),
+    Case("queues-multikueue-second-multikueue-check", "kueue_queues",
+         ["ClusterQueue corpus-cq", "multikueue.cluster_queues[0]", "MultipleMultiKueueAdmissionChecks"],
+         ["remove 'corpus-other-check' from the ClusterQueue"],
+         {"args": q([rf(), _with(cq(), admissionChecksStrategy={"admissionChecks": [{"name": "corpus-other-check"}]}),
+                     lq(), {"apiVersion": API, "kind": "AdmissionCheck", "metadata": {"name": "corpus-other-check"},
+                            "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+                                     "parameters": {"apiGroup": GROUP, "kind": "MultiKueueConfig",
+                                                    "name": "corpus-mk"}}}],
+                    multikueue={"config": "corpus-mk", "admission_check": "corpus-mk-check", "cluster_queues": [CQ],
+                                "clusters": [{"name": "corpus-w1", "kubeconfig": mk_kubeconfig()}]})}),
+    Case("queues-secret-insecure-kubeconfig", "kueue_queues",
+         ["data.kubeconfig", "clusters[0].cluster.insecure-skip-tls-verify"],
+         ["certificate-authority-data"],
+         {"args": q([{"apiVersion": API, "kind": "MultiKueueCluster", "metadata": {"name": "corpus-mkc"},
+                      "spec": {"clusterSource": {"kubeConfig": {"location": "corpus-mkc-secret",
+                                                                "locationType": "Secret"}}}}],
+                    secrets=[{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "corpus-mkc-secret"},
+                              "stringData": {"kubeconfig": mk_kubeconfig(
+                                  cluster="    insecure-skip-tls-verify: true\n")}}])}),
 
     # ---- kueue_backup: bad dest/path/verify_path and options
     Case("backup-dest-and-path", "kueue_backup", ["dest", "path"], ["mutually exclusive"],

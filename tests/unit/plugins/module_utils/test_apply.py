@@ -265,7 +265,9 @@ def test_problems_from_api_errors():
 
 
 # ------------------------------------------------------------------ MultiKueue
-KUBECONFIG = 'apiVersion: v1\nkind: Config\nusers:\n- name: w\n  user: {token: s3cr3t-token-value}\n'
+KUBECONFIG = ('apiVersion: v1\nkind: Config\nclusters:\n- name: w\n  cluster: {server: \'https://127.0.0.1:1\'}\n'
+              'users:\n- name: w\n  user: {token: s3cr3t-token-value}\ncontexts:\n- name: w\n'
+              '  context: {cluster: w, user: w}\ncurrent-context: w\n')
 
 
 def multikueue():
@@ -321,6 +323,60 @@ def test_secret_in_resources_refused_and_errors_scrubbed(mk_server):
         run(multikueue(), secrets=[kubeconfig_secret()])
     assert encoded not in err.value.message() and 'VALUE_REDACTED_BY_KUEUEOPS' in err.value.message()
     assert writes(mk_server) == []
+
+
+def mk_option(*names, **kw):
+    out = {'config': 'mk', 'admission_check': 'mk-check', 'cluster_queues': ['a'],
+           'clusters': [{'name': n, 'kubeconfig': KUBECONFIG.replace('s3cr3t-token-value', 's3cr3t-' + n)}
+                        for n in names]}
+    out.update(kw)
+    return out
+
+
+def test_multikueue_option_generates_applies_and_prunes_its_own(mk_server):
+    masked = set()
+    res = engine_mod.run(FakeApiClient(), dict(resources=config(), state='present', wait=True, timeout=60, workers=4,
+                                               multikueue=mk_option('w1', 'w2')), diff=True, no_log_values=masked)
+    assert [c[1] for c in writes(mk_server) if c[1][0] in ('Secret', 'MultiKueueCluster')] == [
+        ('Secret', 'kueue-system', 'mk-w1'), ('Secret', 'kueue-system', 'mk-w2'),
+        ('MultiKueueCluster', '', 'w1'), ('MultiKueueCluster', '', 'w2')]
+    assert mk_server.store[('ClusterQueue', '', 'a')]['spec']['admissionChecksStrategy'] == {
+        'admissionChecks': [{'name': 'mk-check'}]}
+    assert mk_server.store[('MultiKueueConfig', '', 'mk')]['spec'] == {'clusters': ['w1', 'w2']}
+    assert res['multikueue'] == {'config': 'mk', 'admission_check': 'mk-check', 'clusters': ['w1', 'w2'],
+                                 'cluster_queues': ['a'], 'pruned_clusters': []}
+    assert 's3cr3t' not in json.dumps(res) and {'s3cr3t-w1', 's3cr3t-w2'} <= masked
+    # A MultiKueue object of the user's own, applied by this module but without the label: never the option's.
+    run(config() + [{'apiVersion': V2, 'kind': 'MultiKueueConfig', 'metadata': {'name': 'mine'},
+                     'spec': {'clusters': ['w1']}}], multikueue=mk_option('w1', 'w2'))
+
+    again = run(config(), multikueue=mk_option('w1', 'w2'))
+    assert again['changed'] is False
+
+    del mk_server.calls[:]
+    check = run(config(), check_mode=True, diff=True, multikueue=mk_option('w1'))
+    assert writes(mk_server) == [] and check['multikueue']['pruned_clusters'] == ['w2']
+    secret_diff = [d for d in check['diff'] if d['before_header'].startswith('Secret')][0]
+    assert secret_diff['before']['data'] == {'kubeconfig': 'VALUE_REDACTED_BY_KUEUEOPS'}
+
+    dropped = run(config(), prune=False, multikueue=mk_option('w1'))
+    assert sorted((p['kind'], p['name']) for p in dropped['pruned']) == [
+        ('MultiKueueCluster', 'w2'), ('Secret', 'mk-w2')]
+    assert dropped['multikueue']['pruned_clusters'] == ['w2']
+    assert ('MultiKueueConfig', '', 'mine') in mk_server.store and ('Secret', 'kueue-system', 'mk-w1') in mk_server.store
+    assert mk_server.store[('MultiKueueConfig', '', 'mk')]['spec'] == {'clusters': ['w1']}
+
+
+def test_multikueue_option_refusals_write_nothing(mk_server):
+    exec_kubeconfig = KUBECONFIG.replace('{token: s3cr3t-token-value}', '{exec: {command: s3cr3t-helper}}')
+    bad = mk_option('w1', cluster_queues=['a', 'nowhere'])
+    bad['clusters'].append({'name': 'w2', 'kubeconfig': exec_kubeconfig})
+    with pytest.raises(engine_mod.QueueProblems) as err:
+        run(config(), multikueue=bad)
+    text = err.value.message()
+    assert 'MultiKueueCluster w2: multikueue.clusters[1].kubeconfig: users[0].user.exec' in text
+    assert "multikueue.cluster_queues[1]: ClusterQueue 'nowhere' is not a ClusterQueue of the input" in text
+    assert 's3cr3t' not in text and writes(mk_server) == []
 
 
 def _unreachable():

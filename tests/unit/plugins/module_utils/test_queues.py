@@ -535,7 +535,9 @@ def test_numeric_quantities_sent_as_strings():
 
 
 # ------------------------------------------------------------------ MultiKueue
-KUBECONFIG = 'apiVersion: v1\nkind: Config\nusers:\n- name: w\n  user: {token: s3cr3t-token-value}\n'
+KUBECONFIG = ('apiVersion: v1\nkind: Config\nclusters:\n- name: w\n  cluster: {server: \'https://127.0.0.1:1\'}\n'
+              'users:\n- name: w\n  user: {token: s3cr3t-token-value}\ncontexts:\n- name: w\n'
+              '  context: {cluster: w, user: w}\ncurrent-context: w\n')
 KUBECONFIG_B64 = __import__('base64').b64encode(KUBECONFIG.encode()).decode()
 
 
