@@ -48,14 +48,22 @@ _value:
   elements: str
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils import multikueue
+import os
+
+from ansible_collections.kueueops.aks.plugins.module_utils import multikueue, queues
 
 
 def multikueue_problems(inputs):
-    return multikueue.inventory_problems(
+    problems = []
+    try:
+        src = inputs.get('resources_src')
+        items = queues.load_inputs(inputs.get('resources') or [], os.path.expanduser(src) if src else None)
+    except queues.LoadError as exc:
+        items = []
+        problems.append('kueue_resources_src: %s; give a readable YAML file or folder of Kueue manifests.' % exc.text)
+    return problems + multikueue.inventory_problems(
         managers=list(inputs.get('managers') or []), workers=list(inputs.get('workers') or []),
-        cluster_queues=list(inputs.get('cluster_queues') or []), resources=inputs.get('resources') or [],
-        resources_src=inputs.get('resources_src'))
+        cluster_queues=list(inputs.get('cluster_queues') or []), items=items)
 
 
 class FilterModule(object):

@@ -56,7 +56,7 @@ def multikueue_workers(hosts, hostvars, result=None):
         given = hv.get('kueue_multikueue_worker_kubeconfig')
         issued = (hv.get(result) or {}).get('kubeconfig') if result else None
         rows.append({'host': host, 'name': hv.get('kueue_multikueue_cluster_name') or host,
-                     'kubeconfig': multikueue.kubeconfig_text(given) if given else issued})
+                     'kubeconfig': multikueue.kubeconfig_string(given) if given else issued})
     return rows
 
 

@@ -384,3 +384,61 @@ def summary(mk, pruned_keys):
             'clusters': [c['name'] for c in mk.get('clusters') or []],
             'cluster_queues': list(mk.get('cluster_queues') or []),
             'pruned_clusters': [k[2] for k in pruned_keys if k[0] == 'MultiKueueCluster']}
+
+
+# ------------------------------------------------------------------ the role's inventory (plugins/filter/multikueue_*)
+MANAGER_GROUP = 'kueue_multikueue_manager'
+WORKERS_GROUP = 'kueue_multikueue_workers'
+
+
+def kubeconfig_string(value):
+    """A kubeconfig given as text or as a mapping (an inventory's YAML), as the text a Secret holds."""
+    if isinstance(value, (dict, list)):
+        return yaml.safe_dump(value, default_flow_style=False, sort_keys=False)
+    return str(value)
+
+
+def inventory_problems(managers, workers, cluster_queues, items):
+    """What makes the MultiKueue inventory of the role entry point ``multikueue`` unusable, found before any cluster
+    is touched: one sentence per problem, naming the host or variable and the fix (never a kubeconfig value).
+    ``workers`` are ``{host, name, kubeconfig}`` (the filter multikueue_workers); ``items`` the manager's declared
+    documents (``[(origin, document)]``), whose ClusterQueues ``cluster_queues`` must name."""
+    problems = []
+    if not managers:
+        problems.append('No host is in the inventory group %s: put the manager cluster\'s host in it (exactly one).'
+                        % MANAGER_GROUP)
+    elif len(managers) > 1:
+        problems.append('%s has %d hosts (%s): MultiKueue has one manager cluster; keep one host in it and put the '
+                        'others in %s.' % (MANAGER_GROUP, len(managers), ', '.join(managers), WORKERS_GROUP))
+    if not workers:
+        problems.append('No host is in the inventory group %s: put one host per worker cluster in it.'
+                        % WORKERS_GROUP)
+    for worker in workers:
+        if worker['host'] in managers:
+            problems.append('%s is both the manager and a worker (in %s and %s): a cluster does not dispatch to '
+                            'itself; remove it from one of the groups.' % (worker['host'], MANAGER_GROUP,
+                                                                          WORKERS_GROUP))
+    seen = {}
+    for worker in workers:
+        host, name = worker['host'], worker['name']
+        if not is_dns_subdomain(name, NAME_MAX):
+            problems.append('worker %s: %r is not a valid MultiKueueCluster name (kueue_multikueue_cluster_name, '
+                            'else the inventory host name); %s.' % (host, name, _NAME_FIX))
+        elif name in seen:
+            problems.append('workers %s and %s both name the MultiKueueCluster %s: set kueue_multikueue_cluster_name '
+                            'on one of them.' % (seen[name], host, name))
+        seen.setdefault(name, host)
+        if worker.get('kubeconfig') is not None:
+            for field, why in kubeconfig_problems(kubeconfig_string(worker['kubeconfig'])):
+                problems.append('worker %s: kueue_multikueue_worker_kubeconfig %s; %s, or leave it unset to let the '
+                                'role issue a token.' % (host, kubeconfig_text(field, why), KUBECONFIG_FIX))
+    if managers and not cluster_queues:
+        problems.append('%s is empty: no ClusterQueue of the manager would dispatch to the workers; name the '
+                        'manager\'s ClusterQueues that should.' % ROLE_CLUSTER_QUEUES)
+    declared = _declared_names(items, 'ClusterQueue')
+    for idx, name in enumerate(cluster_queues):
+        if name not in declared:
+            problems.append('%s[%d]: %r is not a ClusterQueue of the manager\'s kueue_resources or '
+                            'kueue_resources_src; declare it there, or remove it from %s.'
+                            % (ROLE_CLUSTER_QUEUES, idx, name, ROLE_CLUSTER_QUEUES))
+    return problems
