@@ -143,7 +143,8 @@ def cluster_name_error(name, field='cluster_name'):
 def token_ttl_error(ttl, field='token_ttl'):
     if isinstance(ttl, int) and ttl >= MIN_TOKEN_TTL:
         return None
-    return KueueOpsError('%r seconds is shorter than the %d seconds a TokenRequest may ask for' % (ttl, MIN_TOKEN_TTL),
+    return KueueOpsError('%r seconds is shorter than %d seconds, the shortest a TokenRequest may ask for'
+                         % (ttl, MIN_TOKEN_TTL),
                          field=field, fix='give at least %d seconds (the default 2592000 is 30 days)' % MIN_TOKEN_TTL)
 
 
