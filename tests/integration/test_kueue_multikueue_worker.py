@@ -5,7 +5,8 @@ would use it. Kueue itself is not needed (the module only needs its namespace): 
 own, ``mkw-system``, and removes it and everything named ``mkw-*`` afterwards.
 
 Three ansible-playbook runs in all (each task's result is read from the run): the first prepares and re-runs,
-the second revokes and switches the token type, the third removes.
+the second revokes and switches the token type, the third removes (its wait for the deleted objects kept pending
+by a finalizer first: the drill of that wait, tests/reliability/test_faults.py's WAITS).
 """
 from __future__ import annotations
 
@@ -190,19 +191,29 @@ def test_prepare_reuse_rotate_revoke_switch_type_and_remove(cluster, worker_ns, 
     assert jobs_status(legacy["kubeconfig"]) == 200 and jobs_status(rotate["kubeconfig"]) == 200
     assert not legacy_again["changed"] and legacy_again["kubeconfig"] == legacy["kubeconfig"]
 
-    # ---- run 3: remove everything (and leave what is not ours)
+    # ---- run 3: remove everything (and leave what is not ours); a finalizer holds the legacy token's Secret in the
+    # first removal, which runs out of its timeout naming it, and the next run converges once it is lifted
     core.create_namespaced_service_account(NS, {"metadata": {"name": OTHER}})
+    held = legacy["token"]["name"]
+    core.patch_namespaced_secret(held, NS, {"metadata": {"finalizers": ["kueueops.test/hold"]}})
     third_run = run_playbook(play(
+        task("remove-look", check=True, state="absent"),
+        dict(task("remove-held", state="absent", timeout=2), ignore_errors=True),
+        {"name": "lift the finalizer", "changed_when": False, "ansible.builtin.command":
+            "kubectl patch secret -n %s %s --type=merge -p '{\"metadata\":{\"finalizers\":null}}'" % (NS, held)},
         task("remove-1", state="absent"),
         task("remove-2", state="absent"),
         task("not ours", state="absent", service_account=OTHER),
     ))
     assert third_run.rc == 0, third_run
-    remove, remove_again, not_ours = (third_run.result(n) for n in ("remove-1", "remove-2", "not ours"))
-    assert remove["changed"] and sorted(remove["deleted"]) == sorted([
-        "Secret/" + rotate["token"]["name"], "Secret/" + legacy["token"]["name"], "ClusterRoleBinding/" + SA,
-        "ClusterRole/" + SA, "ServiceAccount/" + SA])
-    assert labelled(kube) == []
+    look, stuck, remove_again, not_ours = (third_run.result(n) for n in (
+        "remove-look", "remove-held", "remove-2", "not ours"))
+    assert look["changed"] and sorted(look["deleted"]) == sorted([
+        "Secret/" + rotate["token"]["name"], "Secret/" + held, "ClusterRoleBinding/" + SA, "ClusterRole/" + SA,
+        "ServiceAccount/" + SA])
+    assert stuck["failed"] and stuck["msg"].startswith("timeout: still present 2s after their deletion: Secret/" + held)
+    assert "Fix: raise timeout" in stuck["msg"]
+    assert labelled(kube) == []  # remove-1 converged (the run's rc is 0)
     assert not remove_again["changed"] and remove_again["deleted"] == []
     assert not not_ours["changed"] and not_ours["deleted"] == []
     assert any("ServiceAccount %s in namespace %s has no label" % (OTHER, NS) in w for w in not_ours["warnings"])
