@@ -116,7 +116,7 @@ def test_prepare_reuse_rotate_revoke_switch_type_and_remove(cluster, worker_ns, 
     first_run = run_playbook(play(
         task("look-first", check=True),
         {"name": "labelled objects after the look", "changed_when": False,
-         "ansible.builtin.command": "kubectl get serviceaccount,secret -n %s -l %s -o name" % (NS, LABEL)},
+         "ansible.builtin.command": "kubectl get serviceaccount,secret,clusterrole,clusterrolebinding -A -l %s -o name" % LABEL},
         task("configmap ca", check=True, kubeconfig=str(insecure_path)),
         task("prepare"),
         task("again"),
