@@ -256,3 +256,31 @@ def test_errors_are_scrubbed_of_the_tokens_seen():
     assert "s3cr3t" not in message and base64.b64encode(b"s3cr3t-token").decode() not in message
     assert message.startswith("token_type: the API server echoed VALUE_REDACTED_BY_KUEUEOPS and "
                               "VALUE_REDACTED_BY_KUEUEOPS")
+
+
+class _NoCluster:
+    """A cluster where every object is missing (no kube-root-ca.crt ConfigMap); records what is asked."""
+
+    host = "https://127.0.0.1:6443"
+
+    def __init__(self):
+        self.calls = []
+
+    def get(self, api_path, **_query):
+        self.calls.append(("GET", api_path))
+        return None
+
+    def __getattr__(self, name):  # any write fails the test
+        raise AssertionError("%s called: nothing may be written" % name)
+
+
+def test_no_ca_anywhere_fails_before_any_write_naming_the_cluster():
+    worker = mw.MultiKueueWorker(_Client(), {"namespace": "kueue-system", "service_account": "mk", "state": "present",
+                                             "cluster_name": "aks-w1", "ca_data": None})
+    worker.cluster = _NoCluster()
+    with pytest.raises(KueueOpsError) as caught:
+        worker.find_ca()
+    message = caught.value.message()
+    assert message.startswith("ca_data: cluster_name aks-w1: no CA certificate")
+    assert "MultiKueue refuses insecure TLS" in message and "Fix: give ca_data" in message
+    assert worker.cluster.calls == [("GET", "/api/v1/namespaces/kueue-system/configmaps/kube-root-ca.crt")]
