@@ -186,12 +186,12 @@ _DNS_SUBDOMAIN_RE = re.compile(r'^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[
 _LABEL_NAME_RE = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')
 
 
-def namespace_name_error(name, field):
+def namespace_name_error(name, field, what='namespace'):
     """A ``KueueOpsError`` naming ``field`` when ``name`` is not a valid namespace name (a DNS-1123 label),
-    else None."""
+    else None; ``what`` names the kind of name in the message (a ServiceAccount's, for example)."""
     if isinstance(name, str) and _DNS_LABEL_RE.match(name):
         return None
-    return KueueOpsError('%r is not a valid namespace name' % (name,), field=field,
+    return KueueOpsError('%r is not a valid %s name' % (name, what), field=field,
                          fix='use a DNS-1123 label: lowercase letters, digits and "-", starting and ending with a '
                              'letter or digit, at most 63 characters')
 

@@ -258,6 +258,8 @@ def test_every_option_through_the_groups_check_and_diff_mode_and_the_proxy(
         "kueue_storage_migration": {"page_size": 50},
         # the nodes and the live flavors through the proxy, the agent pools from ARM through the azure group
         "kueue_capacity_info": {"resource_group": azure["AKS_RESOURCE_GROUP"], "cluster_name": azure["AKS_CLUSTER_NAME"]},
+        # the worker's RBAC dry-run applied, its kubeconfig built (token redacted) through the groups and the proxy
+        "kueue_multikueue_worker": {"cluster_name": "auth-options"},
     }
     modules = sorted(f[:-3] for f in os.listdir(os.path.join(rbac.REPO, "plugins", "modules")) if f.endswith(".py"))
     assert sorted(tasks) == modules
@@ -285,7 +287,7 @@ def test_every_option_through_the_groups_check_and_diff_mode_and_the_proxy(
             assert res.get("diff"), (name, "claims diff mode and returned no diff", res)
         else:
             assert not res.get("diff"), (name, "returns a diff its attributes do not claim")
-    for name in ("kueue_helm", "kueue_queues", "kueue_gitops", "kueue_extension"):
+    for name in ("kueue_helm", "kueue_queues", "kueue_gitops", "kueue_extension", "kueue_multikueue_worker"):
         assert result.result(name)["changed"], name  # what check mode would do is reported
     # The proxy carried the Python client and helm (Go's CONNECT has a Go User-Agent), every tunnel to the
     # API server and with the proxy user and password of proxy_headers; the secret was never printed.
