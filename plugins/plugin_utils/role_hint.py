@@ -136,9 +136,6 @@ OPTION_VARIABLES = {
         'timeout': 'kueue_upgrade_migration_timeout',
         'page_size': 'kueue_upgrade_migration_page_size',
     },
-    # The multikueue entry point's variables are named by its role (issue 18); until then, the kube options only.
-    'kueue_multikueue_worker': {
-    },
 }
 
 # The Azure options (azure_auth.AZURE_AUTH_ARGSPEC and the CA bundle) of the modules that call ARM.
