@@ -331,8 +331,9 @@ class Verifier:
 
 
 # ------------------------------------------------------------------------------------------------------ MultiKueue
-# The message of a MultiKueue admission check's state names the worker before Kueue 0.15 wrote status.clusterName:
-# "The workload got reservation on \"worker1\"" (0.13 - 0.15), "The workload was admitted on \"worker1\"" (0.19).
+# A manager's Workload names its worker in status.clusterName (Kueue 0.15 and later); the message of its MultiKueue
+# check's Ready state names it too, for a Kueue without that field: "The workload got reservation on \"worker1\""
+# (0.15's wording), "The workload was admitted on \"worker1\"" (0.19's).
 _DISPATCHED_RE = re.compile(r'(?:reservation|admitted) on "([^"]+)"')
 MULTIKUEUE_CONFIG_KIND = 'MultiKueueConfig'
 
