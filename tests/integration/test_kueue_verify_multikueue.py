@@ -248,7 +248,7 @@ def test_multikueue_verify_on_a_manager_and_a_worker(cluster, tmp_path):
             "multikueue/admissioncheck/no-such-check"], missing
         assert "AdmissionCheck no-such-check does not exist (multikueue_admission_check:" in missing["msg"], missing
         assert token not in down.stdout + down.stderr
-        print("verify with the worker down and with a missing AdmissionCheck: %.1fs" % down_seconds)
+        print("verify with the worker down and with a missing AdmissionCheck: %.1fs; %s" % (down_seconds, reason))
     finally:
         worker.down()
         # The queue objects first, while the manager runs to remove their finalizers (helm uninstall deletes the
