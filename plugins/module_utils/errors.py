@@ -196,6 +196,16 @@ def namespace_name_error(name, field, what='namespace'):
                              'letter or digit, at most 63 characters')
 
 
+def object_name_error(name, field, kind='object'):
+    """A ``KueueOpsError`` naming ``field`` when ``name`` is not a valid name of a Kubernetes ``kind`` (a DNS-1123
+    subdomain, as Kueue's kinds and most others are named), else None."""
+    if isinstance(name, str) and _DNS_SUBDOMAIN_RE.match(name):
+        return None
+    return KueueOpsError('%r is not a valid %s name' % (name, kind), field=field,
+                         fix='use a DNS-1123 subdomain: lowercase letters, digits, "-" and ".", starting and ending '
+                             'with a letter or digit, at most 253 characters')
+
+
 def label_key_error(key, field):
     """A ``KueueOpsError`` naming ``field`` when ``key`` is not a valid label key (``[prefix/]name``),
     else None."""

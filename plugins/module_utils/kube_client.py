@@ -493,6 +493,21 @@ def build_api_client(params):
     return api_client
 
 
+def api_client_from_kubeconfig_text(text, what, no_log_values):
+    """A kubernetes ApiClient for a kubeconfig held as text (a MultiKueueCluster's Secret, for instance), through
+    ``build_api_client`` like the module's own. ``what`` names where the text comes from in errors; the text and
+    every secret it holds join ``no_log_values`` (a set) before anything else is done with them."""
+    no_log_values.add(text)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise KueueOpsError('%s is not a YAML kubeconfig (%s)' % (what, type(exc).__name__))
+    if not isinstance(data, dict):
+        raise KueueOpsError('%s is not a kubeconfig (not a mapping)' % what)
+    no_log_values.update(kubeconfig_secret_values(data))
+    return build_api_client({'kubeconfig': data})
+
+
 def describe_kube_error(exc, host=None):
     """Turn an exception from a Kubernetes call into a ``KueueOpsError``."""
     if isinstance(exc, KueueOpsError):

@@ -11,14 +11,22 @@ Importable without Ansible: takes a kubernetes ApiClient, read through the clust
 import base64
 import gzip
 import json
+import re
 import time
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import api_exception_message
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import effective_from_deployment
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import CRD_PLURALS, GROUP, condition, condition_true
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, manager_container, path
+from ansible_collections.kueueops.aks.plugins.module_utils.queues import (
+    MULTIKUEUE_CONTROLLER,
+    MULTIKUEUE_SECRET_KEY,
+    admission_check_names,
+    secret_ref,
+    secret_values,
+)
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until, watch_until
 
 # The CRDs a healthy install has: every kind of the configuration, and Workloads.
@@ -208,15 +216,7 @@ class Verifier:
         return Check("webhook-roundtrip", True, "dry-run ClusterQueue admitted through Kueue's webhooks")
 
     def served_version(self):
-        try:
-            group = self.cluster.get("/apis")
-        except ApiException:
-            return "v1beta2"
-        for g in (group or {}).get("groups") or []:
-            if g.get("name") == GROUP:
-                versions = [v.get("version") for v in g.get("versions") or []]
-                return "v1beta2" if "v1beta2" in versions else g["preferredVersion"]["version"]
-        return "v1beta2"
+        return served_kueue_version(self.cluster)
 
     def check_helm_release(self):
         """The release status from Helm's own storage (Secrets labelled owner=helm): no helm binary needed."""
@@ -330,6 +330,244 @@ class Verifier:
             time.sleep(min(seconds, 1))
 
 
+# ------------------------------------------------------------------------------------------------------ MultiKueue
+# A manager's Workload names its worker in status.clusterName (Kueue 0.15 and later); the message of its MultiKueue
+# check's Ready state names it too, for a Kueue without that field: "The workload got reservation on \"worker1\""
+# (0.15's wording), "The workload was admitted on \"worker1\"" (0.19's).
+_DISPATCHED_RE = re.compile(r'(?:reservation|admitted) on "([^"]+)"')
+MULTIKUEUE_CONFIG_KIND = 'MultiKueueConfig'
+
+
+def _active_text(obj):
+    """``(active, reason, message)`` of an object's ``Active`` condition; no condition yet: (False, None, None)."""
+    cond = condition(obj, "Active")
+    if cond is None:
+        return False, None, None
+    return cond.get("status") == "True", cond.get("reason"), (cond.get("message") or "").strip()
+
+
+def admission_check_check(name, ac, config_name, config):
+    """The Check ``multikueue/admissioncheck/<name>`` of the AdmissionCheck ``ac`` (None: missing), whose parameters
+    name the MultiKueueConfig ``config_name`` (``config``: it, or None when missing)."""
+    label = "multikueue/admissioncheck/%s" % name
+    if ac is None:
+        return Check(label, False, "AdmissionCheck %s does not exist (multikueue_admission_check: name the "
+                     "AdmissionCheck of controllerName %s that the ClusterQueues use, or create it with "
+                     "kueueops.aks.kueue_queues)" % (name, MULTIKUEUE_CONTROLLER))
+    spec = ac.get("spec") or {}
+    if spec.get("controllerName") != MULTIKUEUE_CONTROLLER:
+        return Check(label, False, "AdmissionCheck %s has controllerName %r, not %s: it is not a MultiKueue check "
+                     "(multikueue_admission_check: name a MultiKueue AdmissionCheck)" % (
+                         name, spec.get("controllerName"), MULTIKUEUE_CONTROLLER))
+    params = spec.get("parameters") or {}
+    if params.get("kind") != MULTIKUEUE_CONFIG_KIND or params.get("apiGroup") != GROUP or not config_name:
+        return Check(label, False, "AdmissionCheck %s: spec.parameters (%s) must name a %s of %s" % (
+            name, json.dumps(params, sort_keys=True), MULTIKUEUE_CONFIG_KIND, GROUP))
+    if config is None:
+        return Check(label, False, "AdmissionCheck %s names MultiKueueConfig %s, which does not exist" % (
+            name, config_name))
+    active, reason, message = _active_text(ac)
+    if active:
+        return Check(label, True, "Active, MultiKueueConfig %s with %d cluster(s)" % (
+            config_name, len(config_clusters(config))))
+    if reason is None:
+        return Check(label, False, "AdmissionCheck %s has no Active condition yet (is Kueue's MultiKueue controller "
+                     "running?)" % name)
+    return Check(label, False, "AdmissionCheck %s is not Active: %s: %s" % (name, reason, message or "no message"))
+
+
+def config_clusters(config):
+    """The MultiKueueCluster names a MultiKueueConfig lists (``spec.clusters``)."""
+    return [c for c in (config.get("spec") or {}).get("clusters") or [] if isinstance(c, str)]
+
+
+def multikueue_cluster_check(name, obj, config_name):
+    """``(Check multikueue/cluster/<name>, summary {name, active, reason, message})`` of the MultiKueueCluster
+    ``obj`` (None: missing) that MultiKueueConfig ``config_name`` lists. Its ``Active`` condition is the same in
+    v1beta1 and v1beta2."""
+    label = "multikueue/cluster/%s" % name
+    if obj is None:
+        summary = {"name": name, "active": False, "reason": "missing",
+                   "message": "MultiKueueCluster %s does not exist" % name}
+        return Check(label, False, "MultiKueueCluster %s is missing: MultiKueueConfig %s lists it, but it does not "
+                     "exist (create it, or remove it from the config)" % (name, config_name)), summary
+    active, reason, message = _active_text(obj)
+    summary = {"name": name, "active": active, "reason": reason, "message": message}
+    if active:
+        return Check(label, True, "worker %s connected (%s)" % (name, message or reason)), summary
+    if reason is None:
+        return Check(label, False, "MultiKueueCluster %s has no Active condition yet" % name), summary
+    return Check(label, False, "worker %s is not Active: %s: %s" % (name, reason, message or "no message")), summary
+
+
+def admission_check_state(workload, check_name):
+    """The entry of ``status.admissionChecks`` of a Workload for ``check_name`` ({name, state, message}), or None."""
+    for entry in (workload.get("status") or {}).get("admissionChecks") or []:
+        if entry.get("name") == check_name:
+            return entry
+    return None
+
+
+def dispatched_cluster(workload, check_name):
+    """The worker a manager's Workload was dispatched to: ``status.clusterName`` (Kueue 0.15 and later), else the
+    cluster the admission check's state message names (older Kueue); None when it names none yet."""
+    name = (workload.get("status") or {}).get("clusterName")
+    if name:
+        return name
+    state = admission_check_state(workload, check_name) or {}
+    if state.get("state") == "Ready":
+        found = _DISPATCHED_RE.search(state.get("message") or "")
+        if found:
+            return found.group(1)
+    return None
+
+
+def uses_admission_check(cluster_queue, check_name):
+    """Whether a ClusterQueue (v1beta2 ``admissionChecksStrategy`` or v1beta1 ``admissionChecks``) carries
+    ``check_name``."""
+    return any(name == check_name for _field, name in admission_check_names(cluster_queue or {}))
+
+
+class MultiKueueVerifier:
+    """The MultiKueue checks of ``multikueue_admission_check`` on the manager cluster: the AdmissionCheck, its
+    MultiKueueConfig and every MultiKueueCluster it lists (``checks``, run in the wait loop), and in the smoke test the
+    worker each Job was dispatched to (``dispatch``), read with the kubeconfig of that worker's Secret. What the Secret
+    holds joins ``no_log_values`` as it is read and is scrubbed from every reason. ``report['multikueue']``:
+    {admission_check, config, clusters: [{name, active, reason, message}], dispatched: {"<ns>/<lq>": cluster}}."""
+
+    WORKER_TIMEOUT = (5, 15)  # (connect, read) seconds per request to a worker
+
+    def __init__(self, verifier, name, report, no_log_values):
+        self.verifier = verifier
+        self.name = name
+        self.no_log_values = no_log_values
+        self.summary = report.setdefault("multikueue", {"admission_check": name, "config": None, "clusters": [],
+                                                        "dispatched": {}})
+        self._workers = {}
+
+    def _group_version(self):
+        return "%s/%s" % (GROUP, self.verifier.served_version())
+
+    def checks(self):
+        try:
+            return self._checks()
+        except ApiException as exc:
+            return [Check("multikueue/admissioncheck/%s" % self.name, False, "cannot read the MultiKueue objects: %s"
+                          % api_exception_message(exc))]
+
+    def _checks(self):
+        cluster = self.verifier.cluster
+        group_version = self._group_version()
+        ac = cluster.get(path(group_version, "admissionchecks", name=self.name))
+        params = ((ac or {}).get("spec") or {}).get("parameters") or {}
+        config_name = params.get("name") if params.get("kind") == MULTIKUEUE_CONFIG_KIND else None
+        config = cluster.get(path(group_version, "multikueueconfigs", name=config_name)) if config_name else None
+        self.summary["config"] = config_name
+        out = [admission_check_check(self.name, ac, config_name, config)]
+        clusters = []
+        if config is not None and (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER:
+            for name in config_clusters(config):
+                check, summary = multikueue_cluster_check(
+                    name, cluster.get(path(group_version, "multikueueclusters", name=name)), config_name)
+                out.append(check)
+                clusters.append(summary)
+        self.summary["clusters"] = clusters
+        return out
+
+    # ------------------------------------------------------------ smoke test
+    def queue_uses_check(self, local_queue):
+        """Whether the ClusterQueue of ``local_queue`` (a LocalQueue) carries this AdmissionCheck."""
+        cq_name = (local_queue.get("spec") or {}).get("clusterQueue")
+        if not cq_name:
+            return False
+        return uses_admission_check(self.verifier.cluster.get(path(self._group_version(), "clusterqueues",
+                                                                   name=cq_name)), self.name)
+
+    def _worker(self, cluster_name):
+        """``(Cluster, Kueue group/version)`` of the worker ``cluster_name``, from the kubeconfig in its
+        MultiKueueCluster's Secret (read by name in the Kueue namespace), built once."""
+        if cluster_name in self._workers:
+            return self._workers[cluster_name]
+        # Imported here: the kubeconfig loader is the collection's one (kube_client), which needs Ansible; the rest of
+        # this file does not.
+        from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import api_client_from_kubeconfig_text
+        manager, ns = self.verifier.cluster, self.verifier.ns
+        mkc = manager.get(path(self._group_version(), "multikueueclusters", name=cluster_name))
+        _field, secret_name = secret_ref(mkc or {})
+        if not secret_name:
+            raise KueueOpsError("MultiKueueCluster %s reads its kubeconfig from no Secret (locationType Path or a "
+                                "ClusterProfile): the smoke test cannot read its worker" % cluster_name)
+        secret = manager.get(path("v1", "secrets", ns, secret_name))
+        if secret is None:
+            raise KueueOpsError("Secret %s/%s of MultiKueueCluster %s does not exist" % (ns, secret_name, cluster_name))
+        self.no_log_values.update(secret_values([dict(secret, kind="Secret")]))
+        encoded = (secret.get("data") or {}).get(MULTIKUEUE_SECRET_KEY)
+        if not encoded:
+            raise KueueOpsError("Secret %s/%s of MultiKueueCluster %s has no key %s" % (
+                ns, secret_name, cluster_name, MULTIKUEUE_SECRET_KEY))
+        text = base64.b64decode(encoded).decode("utf-8", "replace")
+        api = api_client_from_kubeconfig_text(text, "the kubeconfig of Secret %s/%s" % (ns, secret_name),
+                                              self.no_log_values)
+        worker = Cluster(api, timeout=self.WORKER_TIMEOUT)
+        found = (worker, "%s/%s" % (GROUP, served_kueue_version(worker)))
+        self._workers[cluster_name] = found
+        return found
+
+    def dispatch(self, ref, workload, job_name, started):
+        """``(done, reason)`` for the smoke-test Job ``job_name`` of queue ``ref`` whose manager Workload is
+        ``workload`` (Admitted on the manager): dispatched to a worker, and its copy there has QuotaReserved or
+        Admitted."""
+        cluster_name = dispatched_cluster(workload, self.name)
+        if not cluster_name:
+            state = admission_check_state(workload, self.name) or {}
+            return False, "Job %s admitted on the manager but its Workload names no worker (admission check %s: %s %s)" \
+                % (job_name, self.name, state.get("state", "no state"), state.get("message", ""))
+        self.summary["dispatched"][ref] = cluster_name
+        meta = workload["metadata"]
+        try:
+            worker, group_version = self._worker(cluster_name)
+            copy = worker.get(path(group_version, "workloads", meta["namespace"], meta["name"]))
+        except Exception as exc:  # pylint: disable=broad-except  # reported, scrubbed, as the check's reason
+            text = exc.message() if isinstance(exc, KueueOpsError) else (
+                api_exception_message(exc) if isinstance(exc, ApiException) else "%s: %s" % (type(exc).__name__, exc))
+            return False, self._scrub("Job %s dispatched to %s, but that worker cannot be read: %s" % (
+                job_name, cluster_name, text))
+        if copy is None:
+            return False, "Job %s dispatched to %s, but its Workload %s/%s is not on that worker" % (
+                job_name, cluster_name, meta["namespace"], meta["name"])
+        if condition_true(copy, "Admitted") or condition_true(copy, "QuotaReserved"):
+            return True, "Job %s dispatched to %s and admitted there in %.1fs" % (
+                job_name, cluster_name, time.monotonic() - started)
+        cond = condition(copy, "QuotaReserved") or condition(copy, "Admitted") or {}
+        return False, "Job %s dispatched to %s, but its Workload there is not admitted: %s %s" % (
+            job_name, cluster_name, cond.get("reason", "pending"), cond.get("message", ""))
+
+    def not_dispatched(self, workload, job_name):
+        """The reason of a manager Workload not Admitted yet, from its state of this admission check, or None."""
+        state = admission_check_state(workload, self.name)
+        if state is None:
+            return None
+        return "Job %s not dispatched yet: admission check %s is %s: %s" % (
+            job_name, self.name, state.get("state", "Pending"), state.get("message") or "no message")
+
+    def _scrub(self, text):
+        return scrub(text, self.no_log_values)
+
+
+def served_kueue_version(cluster):
+    """The version of Kueue's API to read on ``cluster`` (a kueue_cluster.Cluster): v1beta2 where it is served, else
+    the group's preferred version (v1beta2 when discovery cannot be read)."""
+    try:
+        group = cluster.get("/apis")
+    except ApiException:
+        return "v1beta2"
+    for g in (group or {}).get("groups") or []:
+        if g.get("name") == GROUP:
+            versions = [v.get("version") for v in g.get("versions") or []]
+            return "v1beta2" if "v1beta2" in versions else g["preferredVersion"]["version"]
+    return "v1beta2"
+
+
 def _webhook_service(webhook):
     """The Service a webhook (of a webhook configuration, as a dict) calls; {} for one called by URL."""
     return (webhook.get("clientConfig") or {}).get("service") or {}
@@ -388,20 +626,25 @@ def smoke_job(queue_name, requests):
     }
 
 
-def run_smoke_tests(api_client, queues, requests, timeout):
+def run_smoke_tests(api_client, queues, requests, timeout, multikueue=None):
     """Submit one Job per LocalQueue, wait until Kueue admits it (Workload Admitted=True and the
-    Job unsuspended), then delete it. Returns a Check per queue."""
+    Job unsuspended), then delete it. Returns a Check per queue. With ``multikueue`` (a MultiKueueVerifier), a queue
+    whose ClusterQueue carries its AdmissionCheck passes only once the Job is dispatched to a worker and admitted
+    there (``MultiKueueVerifier.dispatch``)."""
     verifier = Verifier(api_client, webhook_probe=False)
     cluster = verifier.cluster
     group_version = "%s/%s" % (GROUP, verifier.served_version())
-    submitted, checks = [], []
+    submitted, checks, dispatched = [], [], set()
     # Every LocalQueue first: a missing one fails the smoke test before any Job is created.
     for ref in queues:
         ns, name = parse_queue_ref(ref)
-        if cluster.get(path(group_version, "localqueues", ns, name)) is None:
+        local_queue = cluster.get(path(group_version, "localqueues", ns, name))
+        if local_queue is None:
             checks.append(Check("smoke-test/%s" % ref, False, "LocalQueue %s does not exist, so no smoke-test Job "
                                 "was submitted (smoke_test: name an existing LocalQueue as NAMESPACE/LOCALQUEUE, or "
                                 "create it first with kueueops.aks.kueue_queues)" % ref))
+        elif multikueue is not None and multikueue.queue_uses_check(local_queue):
+            dispatched.add(ref)
     if checks:
         return checks
     for ref in queues:
@@ -421,13 +664,18 @@ def run_smoke_tests(api_client, queues, requests, timeout):
             mine = [w for w in wls if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])]
             admitted = mine and condition_true(mine[0], "Admitted")
             if admitted and _job_suspend(cluster, ns, job_name) is False:
-                results[ref] = Check("smoke-test/%s" % ref, True, "Job %s admitted in %.1fs" % (
-                    job_name, time.monotonic() - started))
+                done, reason = True, "Job %s admitted in %.1fs" % (job_name, time.monotonic() - started)
+                if ref in dispatched:
+                    done, reason = multikueue.dispatch(ref, mine[0], job_name, started)
+                results[ref] = Check("smoke-test/%s" % ref, done, reason)
+                if not done:
+                    still.append((ref, ns, job_name, uid, started))
             else:
                 still.append((ref, ns, job_name, uid, started))
                 if mine:
                     cond = condition(mine[0], "QuotaReserved") or condition(mine[0], "Admitted") or {}
-                    results[ref] = Check("smoke-test/%s" % ref, False, "Job %s not admitted: %s %s" % (
+                    reason = multikueue.not_dispatched(mine[0], job_name) if ref in dispatched else None
+                    results[ref] = Check("smoke-test/%s" % ref, False, reason or "Job %s not admitted: %s %s" % (
                         job_name, cond.get("reason", "pending"), cond.get("message", "")))
                 else:
                     results[ref] = Check("smoke-test/%s" % ref, False, "Job %s has no Workload: is %s a LocalQueue "
@@ -535,9 +783,11 @@ def expectation_checks(verifier, params, report):
     return run
 
 
-def verify_install(api_client, params, report, check_mode=False):
+def verify_install(api_client, params, report, check_mode=False, no_log_values=None):
     """One kueue_verify run on ``params`` (the module's options): the checks (waiting for them when ``wait``), the
-    smoke test unless in check mode, the queues' status into ``report``. Returns (checks, install method)."""
+    MultiKueue checks of ``multikueue_admission_check``, the smoke test unless in check mode, the queues' status into
+    ``report``. ``no_log_values``: the set of values the module masks; what a MultiKueue Secret holds joins it as it
+    is read. Returns (checks, install method)."""
     verifier = Verifier(api_client, namespace=params["namespace"], install_method="helm",
                         release_name=params["release_name"], expected_crds=params["expected_crds"],
                         webhook_probe=params["webhook_probe"])
@@ -546,13 +796,18 @@ def verify_install(api_client, params, report, check_mode=False):
         method = verifier.detect_method()
     verifier.install_method = method
     extra = [expectation_checks(verifier, params, report)]
+    multikueue = None
+    if params.get("multikueue_admission_check"):
+        multikueue = MultiKueueVerifier(verifier, params["multikueue_admission_check"], report,
+                                        no_log_values if no_log_values is not None else set())
+        extra.append(multikueue.checks)
     if params["wait"]:
         checks = verifier.wait(params["timeout"], extra=extra)
     else:
         checks = verifier.run_checks(extra=extra)
     if params["smoke_test"] and all(c.ok for c in checks) and not check_mode:
         checks.extend(run_smoke_tests(api_client, params["smoke_test"], params["smoke_test_requests"],
-                                      params["timeout"] if params["wait"] else 60))
+                                      params["timeout"] if params["wait"] else 60, multikueue=multikueue))
     if params["queues"]:
         report["queues"] = verifier.queue_status()
     return checks, method

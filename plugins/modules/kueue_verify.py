@@ -24,6 +24,9 @@ description:
     so no helm binary is needed).
   - Optionally, the feature gates and integrations in effect (read back from the Deployment's arguments and
     the manager's ConfigMap) equal what was asked.
+  - With O(multikueue_admission_check), the MultiKueue wiring of a manager cluster; the AdmissionCheck, its
+    MultiKueueConfig and every MultiKueueCluster (worker) it lists are C(Active), and the smoke test proves that a
+    Job is dispatched to a worker and admitted there.
   - Waits with watches, not fixed sleeps, until every check passes or O(timeout) expires.
   - Never changes anything; always reports C(changed=false).
 author:
@@ -78,6 +81,22 @@ options:
     type: list
     elements: str
     default: []
+  multikueue_admission_check:
+    description:
+      - The name of a MultiKueue AdmissionCheck to verify on this (manager) cluster. The check
+        C(multikueue/admissioncheck/<name>) passes when the AdmissionCheck exists, its C(controllerName) is
+        C(kueue.x-k8s.io/multikueue), its C(parameters) name a MultiKueueConfig that exists, and it is C(Active)
+        (else it gives the condition's reason and message).
+      - For each cluster the MultiKueueConfig lists, the check C(multikueue/cluster/<name>) passes when the
+        MultiKueueCluster exists and is C(Active); else it names the cluster with the reason of its C(Active)
+        condition (for example C(ClientConnectionFailed) with the dial error when the worker's API server is down,
+        C(BadKubeConfig), C(InsecureKubeConfig)), or C(missing).
+      - With O(smoke_test), a queue whose ClusterQueue carries this AdmissionCheck passes only when the manager's
+        Workload is C(Admitted) and names the worker it was dispatched to, and the copy of the Workload on that worker
+        (read with the kubeconfig of the worker's MultiKueueCluster Secret, C(kubeconfig) key, read by name in
+        O(namespace)) has C(QuotaReserved) or C(Admitted). That kubeconfig and its token never appear in the
+        result, messages or warnings.
+    type: str
   smoke_test_requests:
     description: Resource requests of the smoke-test Job's container; the queue's ClusterQueue must cover them.
     type: dict
@@ -128,6 +147,14 @@ EXAMPLES = r"""
     integrations: [batch/job, ray.io/rayjob]
     timeout: 300
 
+- name: Verify a MultiKueue manager and prove a Job reaches a worker
+  kueueops.aks.kueue_verify:
+    kubeconfig: "{{ manager_kubeconfig }}"
+    multikueue_admission_check: multikueue
+    smoke_test: [team-a/user-queue]
+    timeout: 120
+  register: manager_status
+
 - name: Status report that never fails the play
   kueueops.aks.kueue_verify:
     wait: false
@@ -174,6 +201,33 @@ integrations:
   returned: when the controller Deployment exists
   type: list
   elements: str
+multikueue:
+  description:
+    - The MultiKueue wiring checked with O(multikueue_admission_check) - the AdmissionCheck, the MultiKueueConfig its
+      parameters name, each worker cluster's state (its C(Active) condition), and, after the smoke test, the worker
+      each smoke-tested queue's Job was dispatched to (C(NAMESPACE/LOCALQUEUE) to cluster name).
+  returned: when O(multikueue_admission_check) is set
+  type: dict
+  contains:
+    admission_check:
+      description: The AdmissionCheck checked.
+      type: str
+    config:
+      description: The MultiKueueConfig its parameters name (null when they name none).
+      type: str
+    clusters:
+      description: Each MultiKueueCluster the config lists, with C(active) and the reason and message of its
+        C(Active) condition (reason C(missing) when it does not exist).
+      type: list
+      elements: dict
+    dispatched:
+      description: The worker each smoke-tested MultiKueue queue's Job was dispatched to.
+      type: dict
+  sample:
+    admission_check: multikueue
+    config: multikueue
+    clusters: [{name: worker-1, active: true, reason: Active, message: Connected}]
+    dispatched: {team-a/user-queue: worker-1}
 queues:
   description:
     - ClusterQueues (cohort, flavors with nominal and used quota, active state, pending/admitted workload counts) and
@@ -187,6 +241,7 @@ queues:
     local_queues: [{name: user-queue, namespace: team-a, cluster_queue: team-a, active: true, pending: 0, admitted: 2}]
 """
 
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import object_name_error
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 from ansible_collections.kueueops.aks.plugins.module_utils.queues import parse_quantity
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import DEFAULT_CRDS, parse_queue_ref, verify_install
@@ -202,6 +257,7 @@ def main():
         feature_gates=dict(type="dict"),
         integrations=dict(type="list", elements="str"),
         smoke_test=dict(type="list", elements="str", default=[]),
+        multikueue_admission_check=dict(type="str"),
         smoke_test_requests=dict(type="dict", default={"cpu": "10m", "memory": "16Mi"}),
         queues=dict(type="bool", default=True),
         wait=dict(type="bool", default=True),
@@ -221,6 +277,9 @@ def main():
             parse_queue_ref(ref)
         except ValueError as exc:
             module.refuse(str(exc), "smoke_test", "write each queue as NAMESPACE/LOCALQUEUE")
+    if params["multikueue_admission_check"] is not None:
+        module.refuse_first([object_name_error(params["multikueue_admission_check"], "multikueue_admission_check",
+                                               "AdmissionCheck")])
     for resource, quantity in (params["smoke_test_requests"] or {}).items():
         try:
             ok = parse_quantity(quantity) > 0
@@ -232,7 +291,8 @@ def main():
                           "give a positive quantity such as 10m (cpu) or 16Mi (memory)")
 
     report = {}
-    checks, method = module.run(lambda: verify_install(module.api_client, params, report, module.check_mode))
+    checks, method = module.run(lambda: verify_install(module.api_client, params, report, module.check_mode,
+                                                       module.no_log_values))
     failed = [c.name for c in checks if not c.ok]
     result = dict(changed=False, ok=not failed, checks=[c.as_dict() for c in checks], failed_checks=failed,
                   install_method=method, **report)
@@ -250,6 +310,9 @@ def failure_message(checks, params):
     if unavailable:
         hint += "; kubectl get apiservice %s -o yaml (the visibility server runs in the manager)" % " ".join(
             unavailable)
+    if any(c.name.startswith("multikueue/") for c in failed):
+        hint += ("; kubectl get admissioncheck,multikueueconfig,multikueuecluster -o yaml (the manager's MultiKueue "
+                 "objects and their Active conditions)")
     waited = " after waiting %ss (timeout)" % params["timeout"] if params["wait"] else ""
     return "Kueue verification failed%s (%d of %d checks): %s.%s" % (waited, len(failed), len(checks), reasons, hint)
 

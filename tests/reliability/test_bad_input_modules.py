@@ -570,6 +570,13 @@ CASES = [
     Case("verify-negative-timeout", "kueue_verify", ["timeout"], ["non-negative"], {"args": {"timeout": -5}}),
     Case("verify-install-method-invalid", "kueue_verify", ["install_method", "operator"], ["auto, helm, extension"],
          {"args": {"install_method": "operator"}}),
+    # ---- kueue_verify's MultiKueue checks (issue 18, piece C: multikueue_admission_check)
+    Case("verify-multikueue-check-bad-name", "kueue_verify", ["multikueue_admission_check", "Multi_Kueue"],
+         ["DNS-1123 subdomain"], {"args": {"multikueue_admission_check": "Multi_Kueue"}}),
+    Case("verify-multikueue-check-missing", "kueue_verify",
+         ["multikueue/admissioncheck/corpus-no-mk", "AdmissionCheck corpus-no-mk does not exist",
+          "multikueue_admission_check"], ["create it with kueueops.aks.kueue_queues"],
+         {"args": {"multikueue_admission_check": "corpus-no-mk", "wait": False}}),
 
     # ---- kueue_extension against the ARM emulator: no write may reach ARM
     Case("extension-release-train-unknown", "kueue_extension", ["release_train", "nightly"], ["stable", "preview"],

@@ -262,6 +262,47 @@ def test_status_as_the_status_user(lifecycle, kube):
     assert rbac.snapshot(kube) == before
 
 
+MULTIKUEUE = [  # a manager whose one worker's kubeconfig Secret is missing: Kueue reports it BadKubeConfig
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster", "metadata": {"name": "rbac-worker"},
+     "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "rbac-no-such-secret"}}}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig", "metadata": {"name": "rbac-mk"},
+     "spec": {"clusters": ["rbac-worker"]}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck", "metadata": {"name": "rbac-mk"},
+     "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+              "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "rbac-mk"}}},
+]
+
+
+def test_status_user_reads_the_multikueue_objects(lifecycle, kube):
+    """kueue_verify's MultiKueue checks (multikueue_admission_check) with the status role: the AdmissionCheck, its
+    MultiKueueConfig and MultiKueueCluster read by name, and reported as Kueue sees them."""
+    rbac.apply_file(lifecycle, "status")
+    rbac.kubectl(lifecycle, "apply", "-f", "-", stdin=yaml.safe_dump_all(MULTIKUEUE))
+    try:
+        rbac.kubectl(lifecycle, "wait", "--for=jsonpath={.status.conditions[0].reason}=BadKubeConfig",
+                     "multikueuecluster/rbac-worker", "--timeout=60s")
+        rbac.kubectl(lifecycle, "wait", "--for=jsonpath={.status.conditions[0].reason}=NoUsableClusters",
+                     "admissioncheck/rbac-mk", "--timeout=60s")
+        extravars, env = _as(lifecycle, "status")
+        before = rbac.snapshot(kube)
+        result = run_playbook([{"hosts": "local", "gather_facts": False, "tasks": [{
+            "name": "Verify the MultiKueue objects", "kueueops.aks.kueue_verify": {
+                "multikueue_admission_check": "rbac-mk", "wait": False, "queues": False, "fail_on_error": False}}]}],
+            extravars=extravars, env=env)
+        _no_traceback(result)
+        assert result.rc == 0, (result, result.stdout[-4000:])
+        out = result.result("Verify the MultiKueue objects")
+        reasons = dict((c["name"], c["reason"]) for c in out["checks"])
+        assert not forbidden_permissions(" ".join(reasons.values())), reasons
+        assert reasons["multikueue/cluster/rbac-worker"].startswith(
+            "worker rbac-worker is not Active: BadKubeConfig: "), reasons
+        assert "NoUsableClusters" in reasons["multikueue/admissioncheck/rbac-mk"], reasons
+        assert out["multikueue"]["config"] == "rbac-mk" and out["ok"] is False, out["multikueue"]
+        assert rbac.snapshot(kube) == before
+    finally:
+        rbac.kubectl(lifecycle, "delete", "--ignore-not-found", "-f", "-", stdin=yaml.safe_dump_all(MULTIKUEUE[::-1]))
+
+
 def test_status_without_list_on_nodes_names_it(lifecycle, kube):
     docs = rbac.without(rbac.load("status"), "ClusterRole", "", "nodes", "list")
     rbac.apply(lifecycle, docs)

@@ -142,3 +142,13 @@ def test_module_failure_carries_fail_json_arguments_as_given():
     exc = ModuleFailure(msg='host: unreachable.', release=None, changed=False)
     assert exc.result == {'msg': 'host: unreachable.', 'release': None, 'changed': False}
     assert str(exc) == 'host: unreachable.' and not isinstance(exc, KueueOpsError)
+
+
+def test_object_name_check_names_the_field_the_kind_and_the_fix():
+    from ansible_collections.kueueops.aks.plugins.module_utils.errors import object_name_error
+    for good in ('multikueue', 'mk.check-1', 'a' * 253):
+        assert object_name_error(good, 'multikueue_admission_check', 'AdmissionCheck') is None, good
+    for bad in ('MultiKueue', 'mk_check', '-a', 'a.', 'a' * 254, '', None, 3):
+        msg = object_name_error(bad, 'multikueue_admission_check', 'AdmissionCheck').message()
+        assert msg.startswith('multikueue_admission_check: %r is not a valid AdmissionCheck name' % (bad,)), msg
+        assert 'Fix: use a DNS-1123 subdomain' in msg, msg

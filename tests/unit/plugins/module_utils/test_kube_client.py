@@ -376,3 +376,17 @@ def test_kubernetes_missing_is_require_kubernetes_without_the_module(monkeypatch
     assert exc.value.args[0] == missing
     assert kube_client.missing_library('PyYAML', reason='to read it') == {'msg': missing_required_lib(
         'PyYAML', reason='to read it')}
+
+
+def test_api_client_from_kubeconfig_text_masks_before_it_builds():
+    masked = set()
+    text = yaml.safe_dump(kubeconfig())
+    client = kube_client.api_client_from_kubeconfig_text(text, 'the kubeconfig of Secret ns/s', masked)
+    assert client.configuration.host == 'https://127.0.0.1:6443'
+    assert bearer(client.configuration) == 'Bearer tok-one-secret'
+    assert {text, 'tok-one-secret'} <= masked
+    for bad, words in (('{: nope', 'is not a YAML kubeconfig'), ('- a list', 'is not a kubeconfig (not a mapping)')):
+        masked = set()
+        with pytest.raises(KueueOpsError) as err:
+            kube_client.api_client_from_kubeconfig_text(bad, 'the kubeconfig of Secret ns/s', masked)
+        assert 'the kubeconfig of Secret ns/s %s' % words in err.value.message() and bad in masked

@@ -417,3 +417,198 @@ def test_queue_status_summarises_each_page_before_reading_the_next():
     # A failed page gives no queue at all, as a failed LIST did.
     cluster.collections["/apis/kueue.x-k8s.io/v1beta2/clusterqueues"] = ApiException(status=403)
     assert verifier_on(cluster).queue_status() == {"cluster_queues": [], "local_queues": []}
+
+
+# ------------------------------------------------------------------ MultiKueue
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+MK = "kueue.x-k8s.io/multikueue"
+
+
+def active(status, reason=None, message=None):
+    cond = {"type": "Active", "status": status}
+    cond.update({k: v for k, v in (("reason", reason), ("message", message)) if v is not None})
+    return {"conditions": [cond]}
+
+
+def admission_check(name="mk", controller=MK, config="mk-config", status=None, kind="MultiKueueConfig"):
+    out = {"metadata": {"name": name}, "spec": {"controllerName": controller, "parameters": {
+        "apiGroup": "kueue.x-k8s.io", "kind": kind, "name": config}}}
+    if status:
+        out["status"] = status
+    return out
+
+
+def mk_cluster(name, status=None, secret="w1-secret", v1beta1=False):
+    ref = {"locationType": "Secret", "location": secret}
+    spec = {"kubeConfig": ref} if v1beta1 else {"clusterSource": {"kubeConfig": ref}}
+    return {"metadata": {"name": name}, "spec": spec, "status": status or {}}
+
+
+def mk_objects(**extra):
+    objects = {"/apis": {"groups": []},
+               KUEUE + "/admissionchecks/mk": admission_check(status=active("True", "Active")),
+               KUEUE + "/multikueueconfigs/mk-config": {"metadata": {"name": "mk-config"},
+                                                        "spec": {"clusters": ["w1", "w2"]}},
+               KUEUE + "/multikueueclusters/w1": mk_cluster("w1", active("True", "Active", "Connected"))}
+    objects.update(extra)
+    return objects
+
+
+def mk_verifier(objects, masked=None):
+    report = {}
+    return verify.MultiKueueVerifier(verifier_on(FakeCluster(objects=objects)), "mk", report,
+                                     masked if masked is not None else set()), report
+
+
+def test_admission_check_check_names_what_is_wrong():
+    config = {"spec": {"clusters": ["w1"]}}
+    assert verify.admission_check_check("mk", admission_check(status=active("True", "Active")), "mk-config",
+                                        config).as_dict() == {
+        "name": "multikueue/admissioncheck/mk", "ok": True, "reason": "Active, MultiKueueConfig mk-config with 1 cluster(s)"}
+    cases = [
+        (None, "mk-config", config, "AdmissionCheck mk does not exist (multikueue_admission_check: name the "
+                                    "AdmissionCheck of controllerName kueue.x-k8s.io/multikueue"),
+        (admission_check(controller="kueue.x-k8s.io/provisioning-request"), "mk-config", config,
+         "AdmissionCheck mk has controllerName 'kueue.x-k8s.io/provisioning-request', not kueue.x-k8s.io/multikueue"),
+        (admission_check(kind="ProvisioningRequestConfig"), None, None, "spec.parameters"),
+        (admission_check(), "mk-config", None, "AdmissionCheck mk names MultiKueueConfig mk-config, which does not exist"),
+        (admission_check(), "mk-config", config, "AdmissionCheck mk has no Active condition yet"),
+        (admission_check(status=active("False", "NoUsableClusters", "Inactive clusters: [w1]")), "mk-config", config,
+         "AdmissionCheck mk is not Active: NoUsableClusters: Inactive clusters: [w1]"),
+    ]
+    for ac, config_name, cfg, words in cases:
+        check = verify.admission_check_check("mk", ac, config_name, cfg)
+        assert check.ok is False and words in check.reason, (words, check.reason)
+
+
+def test_multikueue_cluster_check_gives_the_reason_of_its_active_condition_or_missing():
+    ok, summary = verify.multikueue_cluster_check("w1", mk_cluster("w1", active("True", "Active", "Connected")), "c")
+    assert ok.as_dict() == {"name": "multikueue/cluster/w1", "ok": True, "reason": "worker w1 connected (Connected)"}
+    assert summary == {"name": "w1", "active": True, "reason": "Active", "message": "Connected"}
+    down, summary = verify.multikueue_cluster_check("w1", mk_cluster("w1", active(
+        "False", "ClientConnectionFailed", "dial tcp 127.0.0.1:6443: connect: connection refused")), "c")
+    assert down.ok is False and down.reason == ("worker w1 is not Active: ClientConnectionFailed: dial tcp "
+                                                "127.0.0.1:6443: connect: connection refused")
+    assert summary["reason"] == "ClientConnectionFailed" and summary["active"] is False
+    # v1beta1 objects carry the same condition
+    bad, _ = verify.multikueue_cluster_check("w1", mk_cluster("w1", active("False", "BadKubeConfig", "no Secret"),
+                                                              v1beta1=True), "c")
+    assert bad.reason == "worker w1 is not Active: BadKubeConfig: no Secret"
+    missing, summary = verify.multikueue_cluster_check("w2", None, "mk-config")
+    assert missing.ok is False and missing.reason.startswith("MultiKueueCluster w2 is missing: MultiKueueConfig "
+                                                             "mk-config lists it")
+    assert summary["reason"] == "missing" and summary["active"] is False
+    fresh, _ = verify.multikueue_cluster_check("w1", mk_cluster("w1"), "c")
+    assert fresh.ok is False and "no Active condition yet" in fresh.reason
+
+
+def test_multikueue_checks_read_the_check_its_config_and_every_cluster_into_the_report():
+    mk, report = mk_verifier(mk_objects())
+    checks = mk.checks()
+    assert [(c.name, c.ok) for c in checks] == [("multikueue/admissioncheck/mk", True), ("multikueue/cluster/w1", True),
+                                                ("multikueue/cluster/w2", False)]
+    assert report["multikueue"] == {"admission_check": "mk", "config": "mk-config", "dispatched": {}, "clusters": [
+        {"name": "w1", "active": True, "reason": "Active", "message": "Connected"},
+        {"name": "w2", "active": False, "reason": "missing", "message": "MultiKueueCluster w2 does not exist"}]}
+    # No AdmissionCheck: one failed check, no cluster read.
+    mk, report = mk_verifier({"/apis": {"groups": []}})
+    assert [(c.name, c.ok) for c in mk.checks()] == [("multikueue/admissioncheck/mk", False)]
+    assert report["multikueue"]["clusters"] == [] and report["multikueue"]["config"] is None
+    # A refused read is a failed check, not an error of the module.
+    mk, _ = mk_verifier(mk_objects())
+    mk.verifier.cluster.get = lambda *_a, **_k: (_ for _ in ()).throw(ApiException(status=403, reason="Forbidden"))
+    [check] = mk.checks()
+    assert check.ok is False and "cannot read the MultiKueue objects: Kubernetes API error 403" in check.reason
+
+
+def workload(name="job-x-1", namespace="team", cluster_name=None, checks=None, conditions=None):
+    status = {"admissionChecks": checks or [], "conditions": conditions or []}
+    if cluster_name:
+        status["clusterName"] = cluster_name
+    return {"metadata": {"name": name, "namespace": namespace}, "status": status}
+
+
+def test_dispatched_cluster_from_status_or_from_the_check_message_of_older_kueue():
+    assert verify.dispatched_cluster(workload(cluster_name="w1"), "mk") == "w1"
+    ready = [{"name": "mk", "state": "Ready", "message": 'The workload got reservation on "w2"'}]
+    assert verify.dispatched_cluster(workload(checks=ready), "mk") == "w2"
+    assert verify.dispatched_cluster(workload(checks=[dict(ready[0], message='The workload was admitted on "w3"')]),
+                                     "mk") == "w3"
+    assert verify.dispatched_cluster(workload(checks=[dict(ready[0], state="Pending")]), "mk") is None
+    assert verify.dispatched_cluster(workload(checks=[dict(ready[0], name="other")]), "mk") is None
+
+
+def test_uses_admission_check_in_both_api_versions():
+    assert verify.uses_admission_check({"spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "mk"}]}}}, "mk")
+    assert verify.uses_admission_check({"spec": {"admissionChecks": ["mk"]}}, "mk")
+    assert not verify.uses_admission_check({"spec": {"admissionChecks": ["other"]}}, "mk")
+    assert not verify.uses_admission_check(None, "mk")
+
+
+class FakeWorker:
+    def __init__(self, objects=None, error=None):
+        self.objects, self.error = objects or {}, error
+
+    def get(self, api_path, timeout=None, **query):
+        if self.error:
+            raise self.error
+        return self.objects.get(api_path)
+
+
+def test_dispatch_passes_only_with_an_admitted_copy_on_the_worker_and_scrubs_what_the_secret_held():
+    masked = {"s3cr3t-token"}
+    mk, report = mk_verifier(mk_objects(), masked)
+    copy_path = KUEUE + "/namespaces/team/workloads/job-x-1"
+    admitted = {"conditions": [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True"}]}
+    mk._workers["w1"] = (FakeWorker({copy_path: {"status": admitted}}), "kueue.x-k8s.io/v1beta2")
+    done, reason = mk.dispatch("team/lq", workload(cluster_name="w1"), "kueueops-smoke-x", 0)
+    assert done and reason.startswith("Job kueueops-smoke-x dispatched to w1 and admitted there in "), reason
+    assert report["multikueue"]["dispatched"] == {"team/lq": "w1"}
+    mk._workers["w1"] = (FakeWorker({copy_path: {"status": {"conditions": [
+        {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "insufficient cpu"}]}}}),
+        "kueue.x-k8s.io/v1beta2")
+    done, reason = mk.dispatch("team/lq", workload(cluster_name="w1"), "j", 0)
+    assert not done and reason == "Job j dispatched to w1, but its Workload there is not admitted: Pending insufficient cpu"
+    mk._workers["w1"] = (FakeWorker(), "kueue.x-k8s.io/v1beta2")
+    done, reason = mk.dispatch("team/lq", workload(cluster_name="w1"), "j", 0)
+    assert not done and reason == "Job j dispatched to w1, but its Workload team/job-x-1 is not on that worker"
+    mk._workers["w1"] = (FakeWorker(error=OSError("refused with Bearer s3cr3t-token")), "kueue.x-k8s.io/v1beta2")
+    done, reason = mk.dispatch("team/lq", workload(cluster_name="w1"), "j", 0)
+    assert not done and "s3cr3t-token" not in reason and "refused with Bearer VALUE_REDACTED_BY_KUEUEOPS" in reason
+    pending = [{"name": "mk", "state": "Pending", "message": "waiting for a worker"}]
+    done, reason = mk.dispatch("team/lq", workload(checks=pending), "j", 0)
+    assert not done and reason.startswith("Job j admitted on the manager but its Workload names no worker")
+    assert mk.not_dispatched(workload(checks=pending), "j") == (
+        "Job j not dispatched yet: admission check mk is Pending: waiting for a worker")
+    assert mk.not_dispatched(workload(), "j") is None
+
+
+def test_worker_client_reads_the_secret_by_name_and_masks_it(monkeypatch):
+    token = "tok-worker-secret"
+    kubeconfig = ("apiVersion: v1\nkind: Config\ncurrent-context: w\nclusters: [{name: w, cluster: {server: "
+                  "'https://127.0.0.1:6443'}}]\nusers: [{name: u, user: {token: %s}}]\ncontexts: [{name: w, context: "
+                  "{cluster: w, user: u}}]\n" % token)
+    encoded = base64.b64encode(kubeconfig.encode()).decode()
+    secret_path = "/api/v1/namespaces/kueue-system/secrets/w1-secret"
+    masked = set()
+    mk, _ = mk_verifier(mk_objects(**{secret_path: {"metadata": {"name": "w1-secret"},
+                                                    "data": {"kubeconfig": encoded}}}), masked)
+
+    class OfflineCluster(FakeCluster):
+        def __init__(self, api_client, timeout=None):
+            super().__init__(objects={"/apis": {"groups": []}})
+            self.api_client, self.timeout = api_client, timeout
+    monkeypatch.setattr(verify, "Cluster", OfflineCluster)
+    worker, group_version = mk._worker("w1")
+    assert group_version == "kueue.x-k8s.io/v1beta2" and worker.timeout == verify.MultiKueueVerifier.WORKER_TIMEOUT
+    assert worker.api_client.configuration.host == "https://127.0.0.1:6443"
+    assert {token, kubeconfig, encoded} <= masked
+    assert mk._worker("w1") is mk._workers["w1"]  # built once
+    assert (secret_path, {}) in mk.verifier.cluster.queries  # read by name, never listed
+    mk, _ = mk_verifier(mk_objects())
+    with pytest.raises(verify.KueueOpsError, match="Secret kueue-system/w1-secret of MultiKueueCluster w1 does not exist"):
+        mk._worker("w1")
+    mk, _ = mk_verifier(mk_objects(**{KUEUE + "/multikueueclusters/w1": {"metadata": {"name": "w1"}, "spec": {
+        "clusterSource": {"kubeConfig": {"locationType": "Path", "location": "/etc/w1"}}}}}))
+    with pytest.raises(verify.KueueOpsError, match="reads its kubeconfig from no Secret"):
+        mk._worker("w1")
