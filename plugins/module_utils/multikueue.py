@@ -61,7 +61,7 @@ _NAME_FIX = ('use a DNS-1123 subdomain of at most %d characters: lowercase lette
 
 
 # ------------------------------------------------------------------ kubeconfig
-def _host_valid(server):
+def host_valid(server):
     """Kueue's isValidHostname: the URL's host (port removed) is an IP address or a DNS-1123 subdomain."""
     try:
         parts = urlsplit(server.strip().lower())
@@ -143,7 +143,7 @@ def kubeconfig_problems(text):
         elif named and name not in named:
             problems.append(('contexts[%d].context.%s' % (cidx, ref), 'names no entry of %s' % section))
     cluster = clusters.get(context.get('cluster'))
-    if cluster is not None and cluster[1].get('server') and not _host_valid(str(cluster[1]['server'])):
+    if cluster is not None and cluster[1].get('server') and not host_valid(str(cluster[1]['server'])):
         problems.append(('clusters[%d].cluster.server' % cluster[0], 'not a URL whose host is an IP address or a DNS '
                          'name (such as https://worker.example.com:443); MultiKueue calls it an untrusted server '
                          'endpoint'))

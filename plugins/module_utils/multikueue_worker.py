@@ -30,7 +30,6 @@ the class is tested on the local control plane by ``tests/integration/test_kueue
 import base64
 import binascii
 import datetime
-import ipaddress
 import re
 from urllib.parse import urlsplit
 
@@ -44,6 +43,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTE
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import host_valid
 from ansible_collections.kueueops.aks.plugins.module_utils.queues import FIELD_MANAGER, apply_changes
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until
 
@@ -101,7 +101,6 @@ WORKER_RULES = (
 
 # ------------------------------------------------------------------------------------------- input
 _CLUSTER_NAME_RE = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')
-_DNS_SUBDOMAIN_RE = re.compile(r'^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
 _SERVER_EXAMPLE = 'https://myaks-dns-0123abcd.hcp.westeurope.azmk8s.io:443'
 
 
@@ -122,12 +121,9 @@ def server_error(server, field='server'):
     if parts.username or parts.password:
         return KueueOpsError('%r holds a user or password (MultiKueue refuses basic auth)' % (server,), field=field,
                              fix=fix)
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        if not _DNS_SUBDOMAIN_RE.match(host.lower()):
-            return KueueOpsError('%r: %r is neither an IP address nor a DNS name (Kueue refuses it as an untrusted '
-                                 'server endpoint)' % (server, host), field=field, fix=fix)
+    if not host_valid(server):
+        return KueueOpsError('%r: %r is neither an IP address nor a DNS name (Kueue refuses it as an untrusted '
+                             'server endpoint)' % (server, host), field=field, fix=fix)
     return None
 
 
@@ -206,31 +202,6 @@ def build_kubeconfig(cluster_name, server, ca_data, service_account, token):
 def kubeconfig_text(config):
     """The kubeconfig as YAML."""
     return yaml.safe_dump(config, default_flow_style=False, sort_keys=False)
-
-
-def kubeconfig_refusals(config):
-    """What Kueue v0.19.2 would refuse in a worker kubeconfig (``validateKubeconfig``, ``validateRestConfig``):
-    a list of sentences, empty when Kueue accepts it."""
-    out = []
-    for entry in config.get('users') or []:
-        user = entry.get('user') or {}
-        for key, why in (('tokenFile', 'tokenFile is not allowed'), ('exec', 'exec plugins are not allowed'),
-                         ('auth-provider', 'auth providers are not allowed'),
-                         ('username', 'basic auth is not allowed'), ('password', 'basic auth is not allowed')):
-            if user.get(key):
-                out.append('user %s: %s' % (entry.get('name'), why))
-    for entry in config.get('clusters') or []:
-        cluster = entry.get('cluster') or {}
-        name = entry.get('name')
-        if cluster.get('insecure-skip-tls-verify'):
-            out.append('cluster %s: insecure TLS verification is not allowed' % name)
-        if cluster.get('certificate-authority'):
-            out.append('cluster %s: certificate-authority file paths are not allowed' % name)
-        if not cluster.get('server'):
-            out.append('cluster %s: server URL is required' % name)
-        elif server_error(cluster['server']) is not None:
-            out.append('cluster %s: untrusted server endpoint %s' % (name, cluster['server']))
-    return out
 
 
 # ------------------------------------------------------------------------------------------ tokens

@@ -73,9 +73,6 @@ OPTION_VARIABLES = {
         'create_namespaces': 'kueue_create_namespaces',
         'kueue_namespace': 'kueue_namespace',
         'timeout': 'kueue_queues_timeout',
-        # the suboptions of multikueue (messages name multikueue.cluster_queues[0], ...)
-        'admission_check': 'kueue_multikueue_admission_check',
-        'cluster_queues': 'kueue_multikueue_cluster_queues',
     },
     'kueue_extension': {
         'resource_group': 'kueue_aks_resource_group',

@@ -24,7 +24,7 @@ from .kubeutil import delete_namespace, wait_for
 # The collection as the modules see it (`make venv` links this checkout there).
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
-from ansible_collections.kueueops.aks.plugins.module_utils import multikueue_worker as mw  # noqa: E402
+from ansible_collections.kueueops.aks.plugins.module_utils import multikueue, multikueue_worker as mw  # noqa: E402
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED  # noqa: E402
 
 NS, SA, OTHER = "mkw-system", "mkw-sa", "mkw-not-ours"
@@ -152,7 +152,7 @@ def test_prepare_reuse_rotate_revoke_switch_type_and_remove(cluster, worker_ns, 
                                      "Secret/" + holder.metadata.name, "Secret/" + rotate["token"]["name"]])
     # the kubeconfig works, and the role is not wider: Jobs cluster-wide yes, Secrets no
     first_kubeconfig = prepare["kubeconfig"]
-    assert mw.kubeconfig_refusals(yaml.safe_load(first_kubeconfig)) == []
+    assert multikueue.kubeconfig_problems(first_kubeconfig) == []
     assert jobs_status(first_kubeconfig) == 200
     assert status_of(lambda: client.CoreV1Api(api(first_kubeconfig)).list_namespaced_secret(NS)) == 403
     # a re-run changes nothing and returns the same token

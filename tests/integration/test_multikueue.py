@@ -52,6 +52,9 @@ def _inventory(path, manager, workers, *, managers=None, worker_group=None, othe
         "vars": dict({
             "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
             "kueue_helm_chart_ref": manager.chart_ref, "kueue_helm_plain_http": True,
+            # The manager watches the kind of every enabled integration on each worker: a kind without its CRD on a
+            # worker (RayJob, JobSet here) keeps that worker inactive (ClientConnectionFailed: no matches for kind).
+            "kueue_integrations": ["batch/job"],
             "kueue_resources": RESOURCES, "kueue_multikueue_cluster_queues": ["mk-cq"],
             "kueue_smoke_test": True, "kueue_smoke_test_queues": ["%s/mk-lq" % NS]}, **common),
         "children": {
@@ -187,8 +190,8 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
 
     # 2. A re-run changes nothing (the smoke test runs again and dispatches again).
     again = run_playbook(PLAYBOOK, inventory=inv, timeout=900)
-    assert again.rc == 0 and again.changed == 0, [(n, r.get("changed")) for h in ("manager", "worker-1", "worker-2")
-                                                   for n, r in again.tasks(h) if r.get("changed")]
+    changed = [(h, n) for h in ("manager", "worker-1", "worker-2") for n, r in again.tasks(h) if r.get("changed")]
+    assert again.rc == 0 and again.changed == 0, changed
     assert _secret_kubeconfigs(m_api) == kubeconfigs
 
     # 3. Rotation: new tokens on the manager, verified with a dispatch, then the old ones revoked.

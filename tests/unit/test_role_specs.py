@@ -65,3 +65,14 @@ def test_the_generator_notices_a_changed_option():
     changed['argument_specs']['configure_queues'] = entry
     assert gen.render('configure_queues', changed) != gen.render('configure_queues')
     assert 'kueue_new_option:' in gen.render('configure_queues', changed)
+
+
+def test_the_multikueue_entry_point_takes_the_install_and_configure_queues_options_as_they_are():
+    """multikueue installs (the install entry point) and applies queues on every host: it takes both entry points'
+    options, each documented exactly as there (its spec merges install's and copies configure_queues' own)."""
+    multikueue, install, queues = (SHARED[e]['options'] for e in ('multikueue', 'install', 'configure_queues'))
+    for name, spec in install.items():
+        assert multikueue.get(name) == spec, name
+    for name, spec in queues.items():
+        if name not in install:
+            assert multikueue.get(name) == spec, name

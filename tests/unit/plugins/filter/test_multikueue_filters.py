@@ -31,11 +31,11 @@ def test_a_good_inventory_has_no_problem():
     (_inputs(workers=()), 'No host is in the inventory group kueue_multikueue_workers'),
     (_inputs(workers=(('m', 'm', None),)), 'm is both the manager and a worker'),
     (_inputs(workers=(('w1', 'Bad_Name', None),)), "worker w1: 'Bad_Name' is not a valid MultiKueueCluster name"),
-    (_inputs(workers=(('w1', 'same', None), ('w2', 'same', None))), 'workers w1 and w2 both name the '
-                                                                       'MultiKueueCluster same'),
+    (_inputs(workers=(('w1', 'same', None), ('w2', 'same', None))),
+     'workers w1 and w2 both name the MultiKueueCluster same'),
     (_inputs(workers=(('w1', 'w1', EXEC),)), 'worker w1: kueue_multikueue_worker_kubeconfig users[0].user.exec'),
-    (_inputs(workers=(('w1', 'w1', 'not: [valid'),)), 'worker w1: kueue_multikueue_worker_kubeconfig the kubeconfig '
-                                                        'is not valid YAML'),
+    (_inputs(workers=(('w1', 'w1', 'not: [valid'),)),
+     'worker w1: kueue_multikueue_worker_kubeconfig the kubeconfig is not valid YAML'),
     (_inputs(cluster_queues=()), 'kueue_multikueue_cluster_queues is empty'),
     (_inputs(cluster_queues=('gpu', 'nope')), "kueue_multikueue_cluster_queues[1]: 'nope' is not a ClusterQueue"),
     (_inputs(src='/nonexistent/queues.yaml'), 'kueue_resources_src:'),
