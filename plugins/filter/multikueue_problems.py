@@ -50,6 +50,8 @@ _value:
 
 import os
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.kueueops.aks.plugins.module_utils import multikueue, queues
 
 
@@ -61,9 +63,13 @@ def multikueue_problems(inputs):
     except queues.LoadError as exc:
         items = []
         problems.append('kueue_resources_src: %s; give a readable YAML file or folder of Kueue manifests.' % exc.text)
-    return problems + multikueue.inventory_problems(
-        managers=list(inputs.get('managers') or []), workers=list(inputs.get('workers') or []),
-        cluster_queues=list(inputs.get('cluster_queues') or []), items=items)
+    try:
+        return problems + multikueue.inventory_problems(
+            managers=list(inputs.get('managers') or []), workers=list(inputs.get('workers') or []),
+            cluster_queues=list(inputs.get('cluster_queues') or []), items=items)
+    except Exception as exc:  # pylint: disable=broad-exception-caught  # never let a kubeconfig into a message
+        raise AnsibleFilterError('multikueue_problems: the MultiKueue inputs cannot be checked (%s: a malformed '
+                                 'inventory variable?)' % type(exc).__name__)
 
 
 class FilterModule(object):

@@ -41,10 +41,15 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: One C({host, name, kubeconfig}) per host, in the given order; C(kubeconfig) a YAML text or none.
+  description:
+    - One C({host, name, kubeconfig}) per host, in the given order; C(kubeconfig) a YAML text or none.
+    - With O(result), one C({name, kubeconfig}) per host - the entries of kueueops.aks.kueue_queues'
+      C(multikueue.clusters).
   type: list
   elements: dict
 """
+
+from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kueueops.aks.plugins.module_utils import multikueue
 
@@ -55,8 +60,15 @@ def multikueue_workers(hosts, hostvars, result=None):
         hv = hostvars[host]
         given = hv.get('kueue_multikueue_worker_kubeconfig')
         issued = (hv.get(result) or {}).get('kubeconfig') if result else None
-        rows.append({'host': host, 'name': hv.get('kueue_multikueue_cluster_name') or host,
-                     'kubeconfig': multikueue.kubeconfig_string(given) if given else issued})
+        try:
+            given = multikueue.kubeconfig_string(given) if given else None
+        except Exception as exc:  # pylint: disable=broad-exception-caught  # never let a kubeconfig into a message
+            raise AnsibleFilterError('multikueue_workers: the kueue_multikueue_worker_kubeconfig of %s cannot be read '
+                                     '(%s); give the kubeconfig as YAML text or a mapping' % (host, type(exc).__name__))
+        name = hv.get('kueue_multikueue_cluster_name') or host
+        # with result: the entries of kueue_queues' multikueue.clusters, exactly its suboptions
+        rows.append({'name': name, 'kubeconfig': given or issued} if result else
+                    {'host': host, 'name': name, 'kubeconfig': given})
     return rows
 
 

@@ -15,6 +15,8 @@ from kubernetes import client, config
 
 from tests.harness.cluster import Cluster, run_dir
 
+from tests.reliability import rbac
+
 from .ansible import REPO, run_playbook
 from .kubeutil import condition, reset_kueue, wait_for
 
@@ -40,12 +42,14 @@ EXEC_KUBECONFIG = {
                                                   "command": "kubelogin", "args": ["get-token"]}}}]}
 
 
-def _inventory(path, manager, workers, *, managers=None, worker_group=None, others=None, **common):
-    """An inventory of the manager and worker clusters; `managers`/`worker_group` override the groups' hosts."""
-    def host(c, **extra):
-        return dict({"kueue_kubeconfig": c.kubeconfig}, **extra)
+def _inventory(path, manager, workers, *, managers=None, worker_group=None, others=None, kubeconfigs=None, **common):
+    """An inventory of the manager and worker clusters; `managers`/`worker_group` override the groups' hosts,
+    `kubeconfigs` ({host: path}) the admin kubeconfigs."""
     extra_hostvars = common.pop("_hostvars", None) or {}
     everyone = {"manager": manager, **{"worker-%d" % (i + 1): w for i, w in enumerate(workers)}}
+    by_host = dict((name, c.kubeconfig) for name, c in everyone.items())
+    by_host.update(kubeconfigs or {})
+
     managers = managers if managers is not None else ["manager"]
     worker_group = worker_group if worker_group is not None else [n for n in everyone if n != "manager"]
     inventory = {"all": {
@@ -56,11 +60,12 @@ def _inventory(path, manager, workers, *, managers=None, worker_group=None, othe
             # worker (RayJob, JobSet here) keeps that worker inactive (ClientConnectionFailed: no matches for kind).
             "kueue_integrations": ["batch/job"],
             "kueue_resources": RESOURCES, "kueue_multikueue_cluster_queues": ["mk-cq"],
+            "kueue_create_namespaces": True,
             "kueue_smoke_test": True, "kueue_smoke_test_queues": ["%s/mk-lq" % NS]}, **common),
         "children": {
-            "kueue_multikueue_manager": {"hosts": {n: host(everyone[n]) for n in managers}},
-            "kueue_multikueue_workers": {"hosts": {n: host(everyone[n]) for n in worker_group}},
-            "kueue_clusters": {"hosts": {n: host(everyone[n]) for n in (others or [])}}}}}
+            "kueue_multikueue_manager": {"hosts": {n: {"kueue_kubeconfig": by_host[n]} for n in managers}},
+            "kueue_multikueue_workers": {"hosts": {n: {"kueue_kubeconfig": by_host[n]} for n in worker_group}},
+            "kueue_clusters": {"hosts": {n: {"kueue_kubeconfig": by_host[n]} for n in (others or [])}}}}}
     for group, hostvars in extra_hostvars.items():
         inventory["all"]["children"][group]["hosts"].update(hostvars)
     path.write_text(yaml.safe_dump(inventory))
@@ -101,6 +106,13 @@ def _token_authenticated(api, token) -> bool:
 def _active(api, name) -> str | None:
     mkc = _custom(api, "multikueueclusters", name)
     return condition(mkc, "Active") if mkc else None
+
+
+def _least_privileged(cluster, *files) -> str:
+    """The kubeconfig of a user bound only to the roles of docs/rbac/<file>.yaml for each of `files`."""
+    for name in files:
+        rbac.apply_file(cluster, name)
+    return rbac.make_user(cluster, "mk-" + "-".join(files), *["kueueops-" + name for name in files])
 
 
 @pytest.fixture(scope="module")
@@ -194,6 +206,13 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
     assert again.rc == 0 and again.changed == 0, changed
     assert _secret_kubeconfigs(m_api) == kubeconfigs
 
+    # From here on, as users bound to docs/rbac only (Kueue is installed): the manager as the configure-queues user,
+    # each worker as a user of configure-queues.yaml and multikueue-worker.yaml.
+    least = {"manager": _least_privileged(manager, "configure-queues")}
+    for index, worker in enumerate(workers):
+        least["worker-%d" % (index + 1)] = _least_privileged(worker, "configure-queues", "multikueue-worker")
+    inv = _inventory(tmp / "mk-least.yml", manager, workers, kubeconfigs=least, kueue_multikueue_install=False)
+
     # 3. Rotation: new tokens on the manager, verified with a dispatch, then the old ones revoked.
     rotated = run_playbook(PLAYBOOK, inventory=inv, extravars={"kueue_multikueue_rotate_tokens": True}, timeout=900)
     assert rotated.rc == 0, rotated.stdout[-5000:]
@@ -226,7 +245,8 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
         "kueue-system", label_selector="kueueops.aks/multikueue-token=%s" % SA).items]
     assert holders
     secret_name = _custom(m_api, "multikueueclusters", "worker-2")["spec"]["clusterSource"]["kubeConfig"]["location"]
-    removed_inv = _inventory(tmp / "removed.yml", manager, workers, worker_group=["worker-1"], others=["worker-2"])
+    removed_inv = _inventory(tmp / "removed.yml", manager, workers, worker_group=["worker-1"], others=["worker-2"],
+                             kubeconfigs=least, kueue_multikueue_install=False)
     removed = run_playbook(PLAYBOOK, inventory=removed_inv, timeout=900)
     assert removed.rc == 0, removed.stdout[-5000:]
     assert removed.result("Verify MultiKueue", "manager")["multikueue"]["dispatched"]["%s/mk-lq" % NS] == "worker-1"

@@ -25,12 +25,13 @@ def load(name: str) -> list:
     return docs[0]["items"]
 
 
-def make_user(cluster, user: str, group: str) -> str:
-    """A client-certificate user (CN=user, O=group) signed by the cluster CA; returns its kubeconfig."""
+def make_user(cluster, user: str, group: str, *groups: str) -> str:
+    """A client-certificate user (CN=user, O=group and each of `groups`) signed by the cluster CA; returns its
+    kubeconfig."""
     folder = cluster.path("rbac-users")
     os.makedirs(folder, mode=0o700, exist_ok=True)
     ca = pki.CA(cluster.path("pki"))
-    crt, key = ca.issue(os.path.join(folder, user), user, organizations=[group], client=True)
+    crt, key = ca.issue(os.path.join(folder, user), user, organizations=[group, *groups], client=True)
     path = os.path.join(folder, user + ".kubeconfig")
     cluster._kubeconfig(path, user, crt, key)  # pylint: disable=protected-access  # the harness's own writer
     return path

@@ -57,7 +57,9 @@ def test_workers_take_the_given_kubeconfig_else_the_registered_result():
                 'w2': {'mk_token': {'kubeconfig': 'issued: yes\n'}},
                 'w3': {'mk_token': {'skipped': True}}}
     rows = multikueue_workers(['w1', 'w2', 'w3'], hostvars, 'mk_token')
-    assert [(r['host'], r['name']) for r in rows] == [('w1', 'east'), ('w2', 'w2'), ('w3', 'w3')]
+    assert [sorted(r) for r in rows] == [['kubeconfig', 'name']] * 3  # kueue_queues' multikueue.clusters entries
+    assert [r['name'] for r in rows] == ['east', 'w2', 'w3']
+    assert [(r['host'], r['name']) for r in multikueue_workers(['w1', 'w2'], hostvars)] == [('w1', 'east'), ('w2', 'w2')]
     assert 'tok-secret-value' in rows[0]['kubeconfig'] and rows[1]['kubeconfig'] == 'issued: yes\n'
     assert rows[2]['kubeconfig'] is None
     assert [r['kubeconfig'] for r in multikueue_workers(['w2'], hostvars)] == [None]
