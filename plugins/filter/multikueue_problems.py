@@ -16,14 +16,15 @@ description:
     MultiKueueCluster name valid and unique; a kubeconfig given with C(kueue_multikueue_worker_kubeconfig) acceptable
     to Kueue's MultiKueue (no exec plugin, token file, insecure TLS, certificate-authority file, basic auth or auth
     provider); each ClusterQueue of C(kueue_multikueue_cluster_queues) a ClusterQueue of the manager's
-    C(kueue_resources) or C(kueue_resources_src).
+    C(kueue_resources) or C(kueue_resources_src); C(kueue_multikueue_token_ttl) at least 600 seconds; each
+    C(kueue_multikueue_worker_server) an https URL with a valid host.
   - The same rules as kueueops.aks.kueue_queues' C(multikueue) option (plugins/module_utils/multikueue.py). No
     message carries a kubeconfig or a token.
 options:
   _input:
     description:
       - C(managers) (host names), C(workers) (the output of kueueops.aks.multikueue_workers), C(cluster_queues),
-        C(resources) and C(resources_src) (the manager's).
+        C(resources) and C(resources_src) (the manager's), C(token_ttl) (C(kueue_multikueue_token_ttl)).
     type: dict
     required: true
 """
@@ -52,7 +53,7 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kueueops.aks.plugins.module_utils import multikueue, queues
+from ansible_collections.kueueops.aks.plugins.module_utils import multikueue, multikueue_worker, queues
 
 
 def multikueue_problems(inputs):
@@ -64,8 +65,15 @@ def multikueue_problems(inputs):
         items = []
         problems.append('kueue_resources_src: %s; give a readable YAML file or folder of Kueue manifests.' % exc.text)
     try:
+        workers = list(inputs.get('workers') or [])
+        # What the worker module would refuse after the install, refused before it: the token lifetime, a server.
+        errors = [multikueue_worker.token_ttl_error(inputs['token_ttl'], field='kueue_multikueue_token_ttl')
+                  if 'token_ttl' in inputs else None]
+        errors += [multikueue_worker.server_error(w['server'], field='worker %s: kueue_multikueue_worker_server'
+                                                  % w['host']) for w in workers if w.get('server') is not None]
+        problems += ['%s.' % error.message().rstrip('.') for error in errors if error is not None]
         return problems + multikueue.inventory_problems(
-            managers=list(inputs.get('managers') or []), workers=list(inputs.get('workers') or []),
+            managers=list(inputs.get('managers') or []), workers=workers,
             cluster_queues=list(inputs.get('cluster_queues') or []), items=items)
     except Exception as exc:  # pylint: disable=broad-exception-caught  # never let a kubeconfig into a message
         raise AnsibleFilterError('multikueue_problems: the MultiKueue inputs cannot be checked (%s: a malformed '

@@ -42,7 +42,8 @@ EXAMPLES = r"""
 RETURN = r"""
 _value:
   description:
-    - One C({host, name, kubeconfig}) per host, in the given order; C(kubeconfig) a YAML text or none.
+    - One C({host, name, kubeconfig, server}) per host, in the given order; C(kubeconfig) a YAML text or none,
+      C(server) its C(kueue_multikueue_worker_server) or none.
     - With O(result), one C({name, kubeconfig}) per host - the entries of kueueops.aks.kueue_queues'
       C(multikueue.clusters).
   type: list
@@ -68,7 +69,8 @@ def multikueue_workers(hosts, hostvars, result=None):
         name = hv.get('kueue_multikueue_cluster_name') or host
         # with result: the entries of kueue_queues' multikueue.clusters, exactly its suboptions
         rows.append({'name': name, 'kubeconfig': given or issued} if result else
-                    {'host': host, 'name': name, 'kubeconfig': given})
+                    {'host': host, 'name': name, 'kubeconfig': given,
+                     'server': hv.get('kueue_multikueue_worker_server')})
     return rows
 
 

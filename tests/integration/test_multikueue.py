@@ -1,6 +1,7 @@
-"""MultiKueue across the clusters of the inventory (issue 18), on three local control planes: the session cluster
-is the manager, two more started here are the workers, each with its own real Kueue manager installed by the role
-(Helm, from the session cluster's registry). playbooks/multikueue.yml wires them; the tests prove the inputs refused
+"""MultiKueue across the clusters of the inventory (issue 18), on three local control planes, each with its own real
+Kueue manager installed by the role: worker-1 is the session cluster behind the ARM emulator, reached with the AKS
+credentials ARM gives and installed as the AKS managed extension; the manager and worker-2 are started here and
+installed with Helm. playbooks/multikueue.yml wires them; the tests prove the inputs refused
 before any write, the whole wiring with a Job dispatched to a worker and admitted there, changed=0 on a re-run,
 token rotation without a pause, a worker whose API server is down named by verify, a worker removed from the
 inventory, and the manager's backup holding every MultiKueue object. Everything listens on and dials 127.0.0.1."""
@@ -43,29 +44,41 @@ EXEC_KUBECONFIG = {
 
 
 def _inventory(path, manager, workers, *, managers=None, worker_group=None, others=None, kubeconfigs=None, **common):
-    """An inventory of the manager and worker clusters; `managers`/`worker_group` override the groups' hosts,
-    `kubeconfigs` ({host: path}) the admin kubeconfigs."""
+    """An inventory of the manager and worker clusters: worker-1 (the session cluster) on the managed extension with
+    its AKS credentials from ARM, the others on Helm with their admin kubeconfig. `managers`/`worker_group` override
+    the groups' hosts, `kubeconfigs` ({host: path}) how a host is reached."""
     extra_hostvars = common.pop("_hostvars", None) or {}
     everyone = {"manager": manager, **{"worker-%d" % (i + 1): w for i, w in enumerate(workers)}}
-    by_host = dict((name, c.kubeconfig) for name, c in everyone.items())
-    by_host.update(kubeconfigs or {})
+
+    def host(name):
+        if name in (kubeconfigs or {}):
+            reach = {"kueue_kubeconfig": kubeconfigs[name]}
+        elif name == "worker-1":
+            reach = {"kueue_aks_resource_group": os.environ["AKS_RESOURCE_GROUP"],
+                     "kueue_aks_cluster_name": os.environ["AKS_CLUSTER_NAME"],
+                     "kueue_aks_kubeconfig_dest": str(path.parent / "worker-1.kubeconfig")}
+        else:
+            reach = {"kueue_kubeconfig": everyone[name].kubeconfig}
+        if name == "worker-1":
+            return dict(reach, kueue_install_method="extension")
+        return dict(reach, kueue_helm_chart_ref=everyone[name].chart_ref, kueue_helm_plain_http=True,
+                    # The manager watches the kind of every enabled integration on each worker: a kind without its
+                    # CRD on a worker (RayJob, JobSet here) keeps that worker inactive (ClientConnectionFailed: no
+                    # matches for kind). Helm hosts enable batch/job only.
+                    kueue_integrations=["batch/job"])
 
     managers = managers if managers is not None else ["manager"]
     worker_group = worker_group if worker_group is not None else [n for n in everyone if n != "manager"]
     inventory = {"all": {
         "vars": dict({
             "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-            "kueue_helm_chart_ref": manager.chart_ref, "kueue_helm_plain_http": True,
-            # The manager watches the kind of every enabled integration on each worker: a kind without its CRD on a
-            # worker (RayJob, JobSet here) keeps that worker inactive (ClientConnectionFailed: no matches for kind).
-            "kueue_integrations": ["batch/job"],
             "kueue_resources": RESOURCES, "kueue_multikueue_cluster_queues": ["mk-cq"],
             "kueue_create_namespaces": True,
             "kueue_smoke_test": True, "kueue_smoke_test_queues": ["%s/mk-lq" % NS]}, **common),
         "children": {
-            "kueue_multikueue_manager": {"hosts": {n: {"kueue_kubeconfig": by_host[n]} for n in managers}},
-            "kueue_multikueue_workers": {"hosts": {n: {"kueue_kubeconfig": by_host[n]} for n in worker_group}},
-            "kueue_clusters": {"hosts": {n: {"kueue_kubeconfig": by_host[n]} for n in (others or [])}}}}}
+            "kueue_multikueue_manager": {"hosts": {n: host(n) for n in managers}},
+            "kueue_multikueue_workers": {"hosts": {n: host(n) for n in worker_group}},
+            "kueue_clusters": {"hosts": {n: host(n) for n in (others or [])}}}}}
     for group, hostvars in extra_hostvars.items():
         inventory["all"]["children"][group]["hosts"].update(hostvars)
     path.write_text(yaml.safe_dump(inventory))
@@ -116,17 +129,18 @@ def _least_privileged(cluster, *files) -> str:
 
 
 @pytest.fixture(scope="module")
-def clusters(cluster, tmp_path_factory):
-    workers = [Cluster(run_dir().rstrip("/") + "-mk%d" % i) for i in (1, 2)]
+def clusters(cluster, arm, tmp_path_factory):
+    """(manager, [worker-1, worker-2], folder): worker-1 is the session cluster (ARM emulator), the others new."""
+    started = [Cluster(run_dir().rstrip("/") + suffix) for suffix in ("-mkm", "-mk2")]
     try:
-        for worker in workers:
-            worker.up()
-        yield cluster, workers, tmp_path_factory.mktemp("multikueue")
+        for handle in started:
+            handle.up()
+        yield started[0], [cluster, started[1]], tmp_path_factory.mktemp("multikueue")
     finally:
-        for worker in workers:
-            worker.down()
+        for handle in started:
+            handle.down()
         api = config.new_client_from_config(cluster.kubeconfig)
-        reset_kueue(api, [NS], extension=False)
+        reset_kueue(api, [NS], extension=True)
         api.close()
 
 
@@ -140,12 +154,20 @@ def test_bad_inputs_are_refused_before_anything_is_written(clusters):
             "kueue_kubeconfig": workers[1].kubeconfig, "kueue_multikueue_worker_kubeconfig": EXEC_KUBECONFIG}}}),
          "exec"),
         (dict(kueue_multikueue_cluster_queues=["mk-cq", "no-such-cq"]), "no-such-cq"),
+        (dict(kueue_multikueue_token_ttl=60), "kueue_multikueue_token_ttl: 60 seconds is shorter than 600"),
+        (dict(_hostvars={"kueue_multikueue_workers": {"worker-2": {
+            "kueue_kubeconfig": workers[1].kubeconfig, "kueue_multikueue_worker_server": "http://127.0.0.1:1"}}}),
+         "worker worker-2: kueue_multikueue_worker_server"),
+        # the role's argument spec, before any task of the entry point
+        (dict(kueue_multikueue_token_type="forever"), "kueue_multikueue_token_type"),
     ]
     for index, (shape, expected) in enumerate(cases):
         inv = _inventory(tmp / ("bad-%d.yml" % index), manager, workers, **shape)
         run = run_playbook(PLAYBOOK, inventory=inv, timeout=300)
         text = run.stdout + run.stderr
-        assert run.rc != 0 and expected in text and "Nothing was changed" in text, (shape, text[-3000:])
+        assert run.rc != 0 and expected in text, (shape, text[-3000:])
+        assert "Nothing was changed" in text or "argument_spec" in text or "Argument spec" in text.lower() \
+            or "validating arguments" in text.lower(), (shape, text[-3000:])
         assert "Traceback" not in text
     # Nothing was written on any cluster: no Kueue namespace on the workers, no Kueue on the manager.
     for c in [manager] + workers:
@@ -263,10 +285,11 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
     again = run_playbook(PLAYBOOK, inventory=removed_inv, timeout=900)
     assert again.rc == 0 and again.changed == 0, again
 
-    # 6. The manager's backup (include_secrets) holds every MultiKueue object and the worker's Secret, as live.
+    # 6. The manager's backup (include_secrets) holds every MultiKueue object and the worker's Secret.
     backup = run_playbook([{"hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [{
         "name": "Back up the manager", "kueueops.aks.kueue_backup": {
-            "dest": str(tmp / "backup"), "include_secrets": True, "kubeconfig": manager.kubeconfig}}]}],
+            "dest": str(tmp / "backup"), "include_secrets": True, "kubeconfig": manager.kubeconfig},
+        "register": "out"}]}],
         timeout=300)
     assert backup.rc == 0, backup
     docs = []
@@ -280,5 +303,35 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
             ("AdmissionCheck", "kueueops-multikueue"), ("ClusterQueue", "mk-cq"),
             ("Secret", _custom(m_api, "multikueueclusters", "worker-1")["spec"]["clusterSource"]["kubeConfig"][
                 "location"])} <= kinds, sorted(kinds)
+
+    # 7. Nothing lost: the MultiKueue objects and the worker's Secret, deleted on the manager, come back from that
+    # backup (kueue_queues src, admission held, as playbooks/restore.yml applies it) exactly as they were, the worker
+    # is Active again, and the wiring run then has nothing to change.
+    secret = _custom(m_api, "multikueueclusters", "worker-1")["spec"]["clusterSource"]["kubeConfig"]["location"]
+    wiring = [("multikueueclusters", "worker-1"), ("multikueueconfigs", "kueueops-multikueue"),
+              ("admissionchecks", "kueueops-multikueue")]
+
+    def snapshot():
+        objs = dict(((plural, name), (lambda o: (o["metadata"].get("labels"), o["spec"]))(
+            _custom(m_api, plural, name))) for plural, name in wiring + [("clusterqueues", "mk-cq")])
+        objs["secret"] = client.CoreV1Api(m_api).read_namespaced_secret(secret, "kueue-system").data
+        return objs
+
+    before = snapshot()
+    objects = client.CustomObjectsApi(m_api)
+    lost = wiring[:2]  # the AdmissionCheck stays: Kueue's resource-in-use finalizer holds it while mk-cq uses it
+    for plural, name in lost:
+        objects.delete_cluster_custom_object(GROUP, VERSION, plural, name)
+    client.CoreV1Api(m_api).delete_namespaced_secret(secret, "kueue-system")
+    wait_for("the wiring gone", lambda: all(_custom(m_api, p, n) is None for p, n in lost), timeout=120)
+    path = backup.result("Back up the manager", "localhost")["backup_path"]
+    restored = run_playbook([{"hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [{
+        "name": "Restore the manager", "kueueops.aks.kueue_queues": {
+            "src": path, "hold_admission": True, "kubeconfig": manager.kubeconfig}}]}], timeout=300)
+    assert restored.rc == 0, restored
+    assert snapshot() == before
+    wait_for("worker-1 active after the restore", lambda: _active(m_api, "worker-1") == "True", timeout=120)
+    again = run_playbook(PLAYBOOK, inventory=removed_inv, timeout=900)
+    assert again.rc == 0 and again.changed == 0, again
     for api in [m_api] + w_apis:
         api.close()

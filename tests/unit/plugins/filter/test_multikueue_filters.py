@@ -39,6 +39,9 @@ def test_a_good_inventory_has_no_problem():
     (_inputs(cluster_queues=()), 'kueue_multikueue_cluster_queues is empty'),
     (_inputs(cluster_queues=('gpu', 'nope')), "kueue_multikueue_cluster_queues[1]: 'nope' is not a ClusterQueue"),
     (_inputs(src='/nonexistent/queues.yaml'), 'kueue_resources_src:'),
+    (dict(_inputs(), token_ttl=60), 'kueue_multikueue_token_ttl: 60 seconds is shorter than 600 seconds'),
+    (dict(_inputs(), workers=[{'host': 'w1', 'name': 'w1', 'kubeconfig': None, 'server': 'http://w1:80'}]),
+     'worker w1: kueue_multikueue_worker_server: \'http://w1:80\' is not a valid https:// URL'),
 ])
 def test_each_problem_names_the_host_or_variable(inputs, expected):
     problems = multikueue_problems(inputs)
@@ -59,7 +62,8 @@ def test_workers_take_the_given_kubeconfig_else_the_registered_result():
     rows = multikueue_workers(['w1', 'w2', 'w3'], hostvars, 'mk_token')
     assert [sorted(r) for r in rows] == [['kubeconfig', 'name']] * 3  # kueue_queues' multikueue.clusters entries
     assert [r['name'] for r in rows] == ['east', 'w2', 'w3']
-    assert [(r['host'], r['name']) for r in multikueue_workers(['w1', 'w2'], hostvars)] == [('w1', 'east'), ('w2', 'w2')]
     assert 'tok-secret-value' in rows[0]['kubeconfig'] and rows[1]['kubeconfig'] == 'issued: yes\n'
     assert rows[2]['kubeconfig'] is None
     assert [r['kubeconfig'] for r in multikueue_workers(['w2'], hostvars)] == [None]
+    rows = multikueue_workers(['w1', 'w2'], dict(hostvars, w2={'kueue_multikueue_worker_server': 'https://w2:443'}))
+    assert [(r['host'], r['name'], r['server']) for r in rows] == [('w1', 'east', None), ('w2', 'w2', 'https://w2:443')]
