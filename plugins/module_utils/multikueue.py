@@ -281,7 +281,7 @@ def documents(mk, namespace):
         name = cluster['name']
         names.append(name)
         secret = secret_name(config, name)
-        out.append((origin, {'apiVersion': 'v1', 'kind': 'Secret',
+        out.append((origin, {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'Opaque',
                              'metadata': {'name': secret, 'namespace': namespace, 'labels': dict(meta_labels)},
                              'stringData': {SECRET_KEY: cluster['kubeconfig']}}))
         out.append((origin, {'apiVersion': VERSION, 'kind': 'MultiKueueCluster',
