@@ -427,9 +427,9 @@ def inventory_problems(managers, workers, cluster_queues, items):
                         % WORKERS_GROUP)
     for worker in workers:
         if worker['host'] in managers:
+            groups = (worker['host'], MANAGER_GROUP, WORKERS_GROUP)
             problems.append('%s is both the manager and a worker (in %s and %s): a cluster does not dispatch to '
-                            'itself; remove it from one of the groups.' % (worker['host'], MANAGER_GROUP,
-                                                                          WORKERS_GROUP))
+                            'itself; remove it from one of the groups.' % groups)
     seen = {}
     for worker in workers:
         host, name = worker['host'], worker['name']
