@@ -344,5 +344,19 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
     assert not [o for o in updated if o["kind"] not in ("ClusterQueue", "LocalQueue")], updated
     again = run_playbook(PLAYBOOK, inventory=removed_inv, timeout=900)
     assert again.rc == 0 and again.changed == 0, again
+
+    # 8. A kubeconfig of one's own for a worker (kueue_multikueue_worker_kubeconfig, e.g. from a secret store): here
+    # the very text the manager holds for worker-1. The role issues no token for it and applies it as given: nothing
+    # changes, and worker-1 still takes the smoke test's Job.
+    own = base64.b64decode(client.CoreV1Api(m_api).read_namespaced_secret(secret, "kueue-system").data[
+        "kubeconfig"]).decode()
+    own_inv = _inventory(tmp / "own.yml", manager, workers, worker_group=["worker-1"], others=["worker-2"],
+                         kubeconfigs=least, kueue_multikueue_install=False, _hostvars={"kueue_multikueue_workers": {
+                             "worker-1": {"kueue_kubeconfig": least["worker-1"], "kueue_install_method": "extension",
+                                          "kueue_multikueue_worker_kubeconfig": own}}})
+    given = run_playbook(PLAYBOOK, inventory=own_inv, timeout=900)
+    assert given.rc == 0 and given.changed == 0, given
+    assert given.result("Issue or reuse the worker's token", "worker-1").get("skipped") is True
+    assert given.result("Verify MultiKueue", "manager")["multikueue"]["dispatched"]["%s/mk-lq" % NS] == "worker-1"
     for api in [m_api] + w_apis:
         api.close()
