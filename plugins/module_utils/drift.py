@@ -222,16 +222,6 @@ def _ref(key):
 
 
 # ------------------------------------------------------------------ install: Helm
-def _yaml_mapping(text):
-    if not isinstance(text, str) or not text.strip():
-        return None
-    try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
-    return loaded if isinstance(loaded, dict) else None
-
-
 def rendered_configuration(manifest):
     """The Configuration of the manager ConfigMap in a release's rendered manifest (parsed), or None."""
     if not isinstance(manifest, str) or yaml is None:
@@ -242,7 +232,7 @@ def rendered_configuration(manifest):
         return None
     for doc in docs:
         if isinstance(doc, dict) and doc.get('kind') == 'ConfigMap' and hv.CONFIGMAP_KEY in (doc.get('data') or {}):
-            return _yaml_mapping(doc['data'][hv.CONFIGMAP_KEY])
+            return hv.yaml_mapping(doc['data'][hv.CONFIGMAP_KEY])
     return None
 
 
@@ -261,8 +251,8 @@ def declared_values(release, params):
 
 
 def _configuration_of_values(values, chart_values):
-    return _yaml_mapping(hv.get_path(values, hv.CONFIG_PATH)) or \
-        _yaml_mapping(hv.get_path(chart_values or {}, hv.CONFIG_PATH)) or {}
+    return hv.yaml_mapping(hv.get_path(values, hv.CONFIG_PATH)) or \
+        hv.yaml_mapping(hv.get_path(chart_values or {}, hv.CONFIG_PATH)) or {}
 
 
 def expected_configuration(release, desired):
@@ -294,7 +284,7 @@ def helm_differences(release, desired, live_args, live_config_yaml, declared_ver
     have_values = normalize(release.get('config') or {})
     for parts in all_differing_paths(desired, have_values):
         if path_text(parts) == hv.CONFIG_PATH:
-            want_cfg, have_cfg = _yaml_mapping(_at(desired, parts)), _yaml_mapping(_at(have_values, parts))
+            want_cfg, have_cfg = hv.yaml_mapping(_at(desired, parts)), hv.yaml_mapping(_at(have_values, parts))
             if want_cfg is not None and have_cfg is not None:
                 for sub in all_differing_paths(want_cfg, have_cfg):
                     item = _difference('helm values', sub, want_cfg, have_cfg)
@@ -303,7 +293,7 @@ def helm_differences(release, desired, live_args, live_config_yaml, declared_ver
                 continue
         out.append(_difference('helm values', parts, desired, have_values))
     want_cfg = expected_configuration(release, desired)
-    live_cfg = _yaml_mapping(live_config_yaml) or {}
+    live_cfg = hv.yaml_mapping(live_config_yaml) or {}
     for parts in all_differing_paths(want_cfg, live_cfg):
         out.append(_difference('manager configuration', parts, want_cfg, live_cfg))
     want_gates = dict((g['name'], g['enabled']) for g in hv.get_path(desired, hv.GATES_PATH) or []

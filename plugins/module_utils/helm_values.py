@@ -190,15 +190,19 @@ def _yaml_err(exc):
 
 # ------------------------------------------------------------ gate conflicts
 
-def _config_dict(values):
-    cfg = get_path(values, CONFIG_PATH)
-    if not isinstance(cfg, str) or not HAS_YAML:
+def yaml_mapping(text):
+    """``text`` parsed as a YAML mapping (a manager Configuration), or None when it is not one."""
+    if not isinstance(text, str) or not text.strip() or not HAS_YAML:
         return None
     try:
-        parsed = yaml.safe_load(cfg)
+        parsed = yaml.safe_load(text)
     except yaml.YAMLError:
         return None
     return parsed if isinstance(parsed, dict) else None
+
+
+def _config_dict(values):
+    return yaml_mapping(get_path(values, CONFIG_PATH))
 
 
 def detect_feature_gate_conflict(values, config_yaml_source=None):
