@@ -29,6 +29,7 @@ Pure: no cluster, no Ansible. Problems are ``(object, field, text, fix)`` tuples
 """
 
 import ipaddress
+import json
 
 from urllib.parse import urlsplit
 
@@ -391,22 +392,11 @@ MANAGER_GROUP = 'kueue_multikueue_manager'
 WORKERS_GROUP = 'kueue_multikueue_workers'
 
 
-def _plain(value):
-    """``value`` with every mapping, list and text as the plain Python type (Ansible hands filters its own
-    subclasses, which PyYAML's safe dumper refuses)."""
-    if isinstance(value, dict):
-        return dict((str(k), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
-
-
 def kubeconfig_string(value):
-    """A kubeconfig given as text or as a mapping (an inventory's YAML), as the text a Secret holds."""
+    """A kubeconfig given as text or as a mapping (an inventory's YAML), as the text a Secret holds. A mapping goes
+    through JSON first: Ansible hands filters its own dict and str subclasses, which PyYAML's safe dumper refuses."""
     if isinstance(value, (dict, list)):
-        return yaml.safe_dump(_plain(value), default_flow_style=False, sort_keys=False)
+        return yaml.safe_dump(json.loads(json.dumps(value)), default_flow_style=False, sort_keys=False)
     return str(value)
 
 
