@@ -607,3 +607,68 @@ def test_the_active_wait_does_not_walk_every_queue_on_every_event():
     want = dict((('LocalQueue', 'team-a', n), 'Pending') for n in names[:-1])
     want[('LocalQueue', 'team-a', names[-1])] = 'not found'
     assert pending == want
+
+
+def _gone_engine(monkeypatch, live, fail_list=False):
+    """A QueueEngine whose reads come from ``live`` ({key: object}), counting the LISTs and GETs wait_gone sends."""
+    engine = engine_mod.QueueEngine(FakeApiClient(), workers=4)
+    engine.served = dict((k, 'v1beta2') for k in api.KIND_ORDER)
+    sent = {'LIST': [], 'GET': []}
+
+    def pages(api_path, timeout=None, **query):
+        sent['LIST'].append(api_path)
+        if fail_list:
+            raise ApiException(status=500, reason='Internal Server Error')
+        plural = api_path.rstrip('/').rsplit('/', 1)[-1]
+        items = [copy.deepcopy(o) for k, o in sorted(live.items()) if api.PLURALS[k[0]] == plural]
+        for start in range(0, max(len(items), 1), 7):  # pages of 7, as the API server's limit would cut them
+            yield [dict((f, v) for f, v in o.items() if f != 'kind') for o in items[start:start + 7]], {}
+
+    def get(key):
+        sent['GET'].append(key)
+        return copy.deepcopy(live.get(key))
+
+    monkeypatch.setattr(engine.cluster, 'pages', pages)
+    monkeypatch.setattr(engine, 'get', get)
+    return engine, sent
+
+
+def _lq(i, finalizers=None):
+    meta = {'name': 'q%03d' % i, 'namespace': 'team-a'}
+    if finalizers:
+        meta['finalizers'] = finalizers
+    return {'apiVersion': V2, 'kind': 'LocalQueue', 'metadata': meta, 'spec': {'clusterQueue': 'a'}}
+
+
+def test_wait_gone_lists_a_kind_with_many_deleted_objects_and_gets_the_few(monkeypatch):
+    """The prune of many LocalQueues waits with one LIST of the kind a round, not a GET per queue; a kind with few
+    keys left (and Secrets, never listed) is read with a GET each. What the LIST still holds is returned as live."""
+    held = [_lq(i, ['example.com/hold']) for i in range(0, 120, 12)]  # 10 of the 120 deleted LocalQueues remain
+    other = [_lq(i) for i in range(500, 520)]  # LocalQueues nobody deleted: listed, never returned
+    cq = {'apiVersion': V2, 'kind': 'ClusterQueue', 'metadata': {'name': 'a', 'finalizers': ['x/y']}, 'spec': {}}
+    live = dict((api.obj_key(o), o) for o in held + other + [cq])
+    keys = [('LocalQueue', 'team-a', 'q%03d' % i) for i in range(120)] + \
+        [('ClusterQueue', '', 'a'), ('ClusterQueue', '', 'b'), ('Secret', 'kueue-system', 's1')]
+    engine, sent = _gone_engine(monkeypatch, live)
+    left = engine.wait_gone(keys, 0)
+    assert sorted(left) == sorted([api.obj_key(o) for o in held] + [('ClusterQueue', '', 'a')])
+    assert left[('LocalQueue', 'team-a', 'q012')]['metadata']['finalizers'] == ['example.com/hold']
+    assert len(sent['LIST']) == 1 and sent['LIST'][0].endswith('/localqueues')
+    assert sorted(sent['GET']) == sorted(keys[120:])  # no GET for a LocalQueue
+
+    # Fewer keys of the kind than LIST_OVER: a GET each, no LIST.
+    engine, sent = _gone_engine(monkeypatch, live)
+    few = keys[:engine_mod.LIST_OVER]
+    left = engine.wait_gone(few, 0)
+    assert sorted(left) == sorted(k for k in few if k in live)
+    assert sent['LIST'] == [] and sorted(sent['GET']) == sorted(few)
+
+
+def test_wait_gone_keeps_the_keys_of_a_list_that_failed(monkeypatch):
+    """A LIST that fails says nothing about its keys: they stay in the wait (None: not read), as a failed GET's do."""
+    keys = [('LocalQueue', 'team-a', 'q%03d' % i) for i in range(60)]
+    engine, sent = _gone_engine(monkeypatch, {}, fail_list=True)
+    left = engine.wait_gone(keys, 0)
+    assert left == dict((k, None) for k in keys) and len(sent['LIST']) == 1 and sent['GET'] == []
+    engine, sent = _gone_engine(monkeypatch, {})
+    assert engine.wait_gone(keys, 0) == {} and len(sent['LIST']) == 1
