@@ -51,6 +51,7 @@ except ImportError:  # pragma: no cover - the module reports the missing library
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, manager_container, path
+from ansible_collections.kueueops.aks.plugins.module_utils import yaml_docs
 
 FORMAT = 'kueueops.aks/kueue_backup/v1'
 MANIFEST = 'manifest.json'
@@ -311,7 +312,7 @@ def load_objects(path, manifest=None):
         with open(os.path.join(path, name), 'rb') as handle:
             text = handle.read().decode('utf-8')
         try:
-            docs = list(yaml.safe_load_all(text))
+            docs = yaml_docs.load_all(text)
         except yaml.YAMLError as exc:
             raise BackupError(['%s: not valid YAML (%s)' % (name, str(exc).replace('\n', ' '))], path)
         out.extend(d for d in docs if d is not None)

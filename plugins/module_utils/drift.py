@@ -42,6 +42,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.helm_install import c
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import (Verifier, decode_helm_release,
                                                                           latest_release_secret)
+from ansible_collections.kueueops.aks.plugins.module_utils import yaml_docs
 
 ABSENT = '(absent)'
 _MISSING = object()
@@ -227,7 +228,7 @@ def rendered_configuration(manifest):
     if not isinstance(manifest, str) or yaml is None:
         return None
     try:
-        docs = list(yaml.safe_load_all(manifest))
+        docs = yaml_docs.load_all(manifest)
     except yaml.YAMLError:
         return None
     for doc in docs:

@@ -92,6 +92,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils import multikueue
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import (
     ALPHA, ALPHA_KINDS, EXPORT_METADATA, GROUP, KIND_ORDER, LAST_APPLIED, NAMESPACED, PLURALS, VERSIONS, condition,
     key_label, kind_rank, obj_key, obj_label, strip_server_metadata)
+from ansible_collections.kueueops.aks.plugins.module_utils import yaml_docs
 
 FIELD_MANAGER = 'kueueops'
 RESOURCE_IN_USE_FINALIZER = 'kueue.x-k8s.io/resource-in-use'
@@ -201,7 +202,7 @@ def _documents_of_file(path, field):
         raise LoadError(field, 'PyYAML is required to read %s' % path)
     try:
         with open(path, 'r', encoding='utf-8') as handle:
-            docs = list(yaml.safe_load_all(handle))
+            docs = yaml_docs.load_all(handle)
     except OSError as exc:
         raise LoadError(field, 'cannot read %s: %s' % (path, exc.strerror or exc))
     except UnicodeDecodeError as exc:
