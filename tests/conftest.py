@@ -20,7 +20,8 @@ waiting on controllers and on ansible-playbook, so two workers use the two cores
 - **CPU per file.** Each worker adds up, per file, the CPU seconds of its own process tree: itself, what it
   started and reaped (ansible-playbook, module processes, helm) and what still runs (its cluster: kube-apiserver,
   etcd, the Kueue managers, ...). The controller prints them after the run, the files with the most CPU first,
-  with the processes that used it, and keeps them in ``$KUEUEOPS_CACHE/test-cpu-ansible-<minor>.json``: on a
+  with the processes that used it (ansible-playbook, with its modules, counted apart: its runs and CPU seconds, from
+  tests/integration/ansible.py), and keeps them in ``$KUEUEOPS_CACHE/test-cpu-ansible-<minor>.json``: on a
   CPU-bound machine that is where a shorter CI has to come from (README, "CI time").
 """
 from __future__ import annotations
@@ -151,7 +152,8 @@ def _write_figures(path: str, figures: dict) -> None:
 
 _CPU: dict = {}  # file -> {"cpu": s, "wall": s, "by": {process name: s}}; a worker's own, then the controller's sum
 _MARK: dict = {}  # the file now running, and the snapshot of its start
-ROOT_NAME = "pytest + what it reaped"  # the worker itself, and ansible-playbook, modules, helm once they ended
+ROOT_NAME = "pytest + what it reaped"  # the worker itself, and helm, kubectl, harness clusters once they ended
+PLAYBOOK_NAME = "ansible-playbook"  # run_playbook's processes with their modules (tests/integration/ansible.py)
 
 
 def _by_process(before: dict, after: dict, root: int) -> dict:
@@ -174,11 +176,12 @@ def _add(totals: dict, key, value) -> None:
     totals[key] = totals.get(key, 0.0) + value
 
 
-def _add_file(path: str, cpu: float, wall: float, by: dict) -> None:
+def _add_file(path: str, cpu: float, wall: float, by: dict, runs: int = 0) -> None:
     """Add one measurement (a worker's window, or a worker's whole figures) to ``_CPU[path]``."""
-    entry = _CPU.setdefault(path, {"cpu": 0.0, "wall": 0.0, "by": {}})
+    entry = _CPU.setdefault(path, {"cpu": 0.0, "wall": 0.0, "by": {}, "runs": 0})
     entry["cpu"] += cpu
     entry["wall"] += wall
+    entry["runs"] += runs
     for key, value in by.items():
         _add(entry["by"], key, value)
 
@@ -192,10 +195,24 @@ def _cpu_mark(path) -> None:
     from tests.harness import proc
 
     root, now, snap = os.getpid(), time.monotonic(), proc.tree(os.getpid())
+    playbooks = _playbook_cpu()
     if _MARK.get("file") is not None:
         by = _by_process(_MARK["snap"], snap, root)
-        _add_file(_MARK["file"], sum(by.values()), now - _MARK["time"], by)
-    _MARK.update(file=path, time=now, snap=snap)
+        runs, cpu = playbooks[0] - _MARK["playbooks"][0], playbooks[1] - _MARK["playbooks"][1]
+        if runs:  # ansible-playbook (and its modules) told apart from the rest of what the worker reaped
+            _add(by, PLAYBOOK_NAME, cpu)
+            _add(by, ROOT_NAME, -cpu)
+        _add_file(_MARK["file"], sum(by.values()), now - _MARK["time"], by, runs)
+    _MARK.update(file=path, time=now, snap=snap, playbooks=playbooks)
+
+
+def _playbook_cpu() -> tuple:
+    """(runs, CPU s) of tests/integration/ansible.py's run_playbook so far in this process (0, 0 until imported)."""
+    import sys
+
+    module = sys.modules.get("tests.integration.ansible")
+    figures = getattr(module, "PLAYBOOK_CPU", None) or {}
+    return figures.get("runs", 0), figures.get("cpu", 0.0)
 
 
 def pytest_configure(config):
@@ -215,7 +232,7 @@ def pytest_testnodedown(node, error):
     except ValueError:
         return
     for path, theirs in figures.items():
-        _add_file(path, theirs["cpu"], theirs["wall"], theirs["by"])
+        _add_file(path, theirs["cpu"], theirs["wall"], theirs["by"], theirs.get("runs", 0))
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -227,11 +244,17 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_sep("=", "CPU per file: %.0f CPU s in all (tests/conftest.py)" % total)
     for path, entry in rows[:40]:
         top = sorted(entry["by"].items(), key=lambda item: -item[1])[:4]
-        terminalreporter.write_line("%7.1f CPU s %7.1f s  %s  (%s)" % (
-            entry["cpu"], entry["wall"], path, ", ".join("%s %.0f" % (k, v) for k, v in top if v >= 0.5)))
+        terminalreporter.write_line("%7.1f CPU s %7.1f s  %s  (%s; %d ansible-playbook runs)" % (
+            entry["cpu"], entry["wall"], path, ", ".join("%s %.0f" % (k, v) for k, v in top if v >= 0.5),
+            entry.get("runs", 0)))
     by: dict = {}
     for _path, entry in rows:
         for key, value in entry["by"].items():
             _add(by, key, value)
+    runs = sum(entry.get("runs", 0) for _path, entry in rows)
+    spent = by.get(PLAYBOOK_NAME, 0.0)
     terminalreporter.write_line("by process: " + ", ".join(
         "%s %.0f" % (k, v) for k, v in sorted(by.items(), key=lambda item: -item[1]) if v >= 1))
+    if runs:
+        terminalreporter.write_line("ansible-playbook: %d runs, %.0f CPU s (%.1f CPU s a run, its modules included)" % (
+            runs, spent, spent / runs))

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import threading
 
 import yaml
 
@@ -20,6 +22,34 @@ VENV_BIN = os.path.dirname(sys.executable)
 COLLECTIONS = os.path.join(os.path.dirname(VENV_BIN), "collections")
 if not os.path.isdir(os.path.join(COLLECTIONS, "ansible_collections", "kueueops", "aks")):
     COLLECTIONS = os.path.join(REPO, ".venv", "collections")
+
+
+# What run_playbook's ansible-playbook processes (with their module processes) used in this process: runs and CPU
+# seconds, read per file by tests/conftest.py ("CPU per file"). Runs that overlap (threads) are measured as one span
+# (RUSAGE_CHILDREN is the whole process's), so any other child reaped during a run counts too (rare: helm, kubectl).
+PLAYBOOK_CPU = {"runs": 0, "cpu": 0.0}
+_SPAN = {"running": 0, "start": 0.0}
+_SPAN_LOCK = threading.Lock()
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _playbook_started() -> None:
+    with _SPAN_LOCK:
+        if not _SPAN["running"]:
+            _SPAN["start"] = _children_cpu()
+        _SPAN["running"] += 1
+        PLAYBOOK_CPU["runs"] += 1
+
+
+def _playbook_ended() -> None:
+    with _SPAN_LOCK:
+        _SPAN["running"] -= 1
+        if not _SPAN["running"]:
+            PLAYBOOK_CPU["cpu"] += _children_cpu() - _SPAN["start"]
 
 
 def module_docs(*modules: str) -> dict:
@@ -109,9 +139,11 @@ def run_playbook(playbook, extravars: dict | None = None, check: bool = False, d
         "PATH": VENV_BIN + os.pathsep + full_env.get("PATH", ""),
     })
     full_env.update(env or {})
+    _playbook_started()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=REPO)
     finally:
+        _playbook_ended()
         if tmp:
             os.unlink(tmp)
     data = {}

@@ -112,3 +112,37 @@ def test_only_runs_of_whole_files_update_the_cache():
     assert not conftest.whole_files(_Config(markexpr="slow"), stopped=False)
     assert not conftest.whole_files(_Config(maxfail=1), stopped=False)
     assert not conftest.whole_files(_Config(args=["tests/integration/test_site.py::test_site"]), stopped=False)
+
+
+def test_ansible_playbook_cpu_is_the_span_of_its_runs(monkeypatch):
+    """run_playbook's accounting: every run counted; runs that overlap (threads) measured as one span of the
+    process's reaped children, so nothing is counted twice; a real child's CPU is seen."""
+    import subprocess
+    import sys
+
+    from tests.integration import ansible
+
+    monkeypatch.setattr(ansible, "PLAYBOOK_CPU", {"runs": 0, "cpu": 0.0})
+    clock = {"cpu": 10.0}
+    monkeypatch.setattr(ansible, "_children_cpu", lambda: clock["cpu"])
+    ansible._playbook_started()       # run 1 starts at 10
+    clock["cpu"] = 11.0
+    ansible._playbook_started()       # run 2 overlaps
+    clock["cpu"] = 14.0
+    ansible._playbook_ended()         # run 1 (or 2) ends: the span goes on
+    assert ansible.PLAYBOOK_CPU == {"runs": 2, "cpu": 0.0}
+    clock["cpu"] = 15.5
+    ansible._playbook_ended()
+    assert ansible.PLAYBOOK_CPU == {"runs": 2, "cpu": 5.5}
+    clock["cpu"] = 20.0               # a child reaped between runs is not a run's
+    ansible._playbook_started()
+    clock["cpu"] = 21.0
+    ansible._playbook_ended()
+    assert ansible.PLAYBOOK_CPU == {"runs": 3, "cpu": 6.5}
+
+    monkeypatch.undo()
+    monkeypatch.setattr(ansible, "PLAYBOOK_CPU", {"runs": 0, "cpu": 0.0})
+    ansible._playbook_started()
+    subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
+    ansible._playbook_ended()
+    assert ansible.PLAYBOOK_CPU["runs"] == 1 and ansible.PLAYBOOK_CPU["cpu"] > 0.05
