@@ -138,20 +138,7 @@ class Scale:
         return out
 
     def settle_kueue(self):
-        """Wait until the Kueue manager is quiet (below --quiet-cores of CPU over 5 s), at most --settle-max seconds:
-        at 10x it digests a large write for minutes after the module returned, and that CPU would be counted in the
-        next step. Returns the seconds waited and the Kueue CPU seconds used meanwhile."""
-        t0 = time.monotonic()
-        used = 0.0
-        while True:
-            before = run.cpu_snapshot(self.bench.cluster).get("kueue-manager", 0.0)
-            time.sleep(5)
-            cpu = run.cpu_snapshot(self.bench.cluster).get("kueue-manager", 0.0) - before
-            used += cpu
-            waited = time.monotonic() - t0
-            if cpu / 5.0 < self.args.quiet_cores or waited >= self.args.settle_max:
-                return {"seconds": round(waited, 1), "kueue_cpu_seconds": round(used, 1),
-                        "quiet": cpu / 5.0 < self.args.quiet_cores}
+        return self.bench.settle_kueue(self.args.quiet_cores, self.args.settle_max)
 
     def run(self, scale):
         bench, work = self.bench, self.args.work_dir
