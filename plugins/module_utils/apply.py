@@ -286,17 +286,19 @@ class QueueEngine:
         return self.cluster.extension_running(namespace)
 
     # ------------------------------------------------------------- reads
-    def _list(self, kind):
-        """Every live object of ``kind``, read page by page, each without what no decision reads (the managedFields
-        entries of subresources: managed_fields.drop_subresource_entries) before the next page is read."""
+    def _items(self, kind):
+        """Every live object of ``kind``, one at a time as the LIST's pages arrive, with its apiVersion and kind."""
         version = self.version_of(kind)
-        items = []
         for page, _meta in self.cluster.pages(path('%s/%s' % (api.GROUP, version), api.PLURALS[kind])):
             for item in page:
                 item.setdefault('apiVersion', '%s/%s' % (api.GROUP, version))
                 item.setdefault('kind', kind)
-                items.append(managed_fields.drop_subresource_entries(item))
-        return items
+                yield item
+
+    def _list(self, kind):
+        """Every live object of ``kind``, read page by page, each without what no decision reads (the managedFields
+        entries of subresources: managed_fields.drop_subresource_entries) before the next page is read."""
+        return [managed_fields.drop_subresource_entries(item) for item in self._items(kind)]
 
     def list_live(self, kinds=None):
         """kind -> {key: live object} for every served Kueue kind (or ``kinds``). Secrets are
@@ -503,15 +505,7 @@ class QueueEngine:
         """{key: live object} of the ``keys`` (all of ``kind``) that one LIST of the kind holds, read page by page
         and keeping only those."""
         wanted = set(keys)
-        version = self.version_of(kind)
-        found = {}
-        for page, _meta in self.cluster.pages(path('%s/%s' % (api.GROUP, version), api.PLURALS[kind])):
-            for item in page:
-                item.setdefault('kind', kind)
-                key = api.obj_key(item)
-                if key in wanted:
-                    found[key] = item
-        return found
+        return dict((api.obj_key(item), item) for item in self._items(kind) if api.obj_key(item) in wanted)
 
     def wait_gone(self, keys, seconds):
         """Read ``keys`` until they are gone or ``seconds`` pass; {key: live object} of those left. A round reads a
