@@ -42,6 +42,6 @@ def test_same_objects_as_the_pure_python_loader_on_awkward_scalars_and_a_backup_
 @pytest.mark.parametrize("text", ["a: [b", "a: b: c", "\tx: 1", "- a\nb: c"])
 def test_what_is_not_yaml_is_a_yaml_error(text):
     with pytest.raises(yaml.YAMLError):
-        yaml.safe_load_all(text) and list(yaml.safe_load_all(text))
+        list(yaml.safe_load_all(text))
     with pytest.raises(yaml.YAMLError):
         yaml_docs.load_all(text)
