@@ -78,15 +78,26 @@ def admitted(workload: dict) -> bool:
     return condition(workload, "Admitted") == "True"
 
 
+def kueue_crds(kube, deleting: bool = True) -> list:
+    """The names of the kueue.x-k8s.io CRDs on the cluster, sorted (a CRD's name is <plural>.<group>; metadata
+    only, see metadata_items); `deleting=False` leaves out those being deleted."""
+    return sorted(c["metadata"]["name"] for c in metadata_items(kube, CRDS)
+                  if c["metadata"]["name"].endswith(".kueue.x-k8s.io")
+                  and (deleting or not c["metadata"].get("deletionTimestamp")))
+
+
+def namespace_names(kube, deleting: bool = True) -> set:
+    """The names of the namespaces (metadata only); `deleting=False` leaves out those being deleted."""
+    return {n["metadata"]["name"] for n in metadata_items(kube, "/api/v1/namespaces")
+            if deleting or not n["metadata"].get("deletionTimestamp")}
+
+
 def kueue_present(kube) -> list:
     """What says Kueue is on the cluster: its CRDs (``crd/<name>``) and its ``kueue-system`` namespace
     (``namespace/kueue-system``), those being deleted left out (helm uninstall deletes the CRDs, the namespace follows).
     Installed by Helm or by the managed extension alike. Also hack/test_cluster.py's test of a cluster it is given."""
-    from kubernetes import client
-    found = ["crd/" + c.metadata.name for c in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items
-             if c.spec.group == "kueue.x-k8s.io" and not c.metadata.deletion_timestamp]
-    found += ["namespace/" + n.metadata.name for n in client.CoreV1Api(kube).list_namespace().items
-              if n.metadata.name == "kueue-system" and not n.metadata.deletion_timestamp]
+    found = ["crd/" + name for name in kueue_crds(kube, deleting=False)]
+    found += ["namespace/kueue-system"] if "kueue-system" in namespace_names(kube, deleting=False) else []
     return found
 
 
@@ -147,14 +158,38 @@ def live_normalised(kube, plurals: dict) -> dict:
     return out
 
 
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def metadata_items(kube, api_path: str, missing_ok: bool = False, **query) -> list:
+    """The metadata of every object of the collection at `api_path` (e.g. "/api/v1/namespaces",
+    "/apis/kueue.x-k8s.io/v1beta2/localqueues"; `query`: labelSelector, ...) as the API server lists it as
+    PartialObjectMetadataList: names, namespaces, resourceVersions, labels, no spec or status. The same
+    objects as the full LIST, at a fraction of its cost for both sides (a Kueue CRD's schema is megabytes, and
+    the typed client builds a model of every field). `missing_ok`: a collection that is not served (404) is
+    empty instead of an error."""
+    import json
+
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        response = kube.call_api(api_path, "GET", query_params=sorted(query.items()),
+                                 header_params={"Accept": METADATA_LIST}, auth_settings=["BearerToken"],
+                                 _preload_content=False, _return_http_data_only=True, _request_timeout=60)
+    except ApiException as exc:
+        if missing_ok and exc.status == 404:
+            return []
+        raise
+    return json.loads(response.data).get("items") or []
+
+
 def resource_versions(kube, plurals: dict) -> dict:
     """{(kind, namespace, name): resourceVersion} of every Kueue object of `plurals` (a write to any
     object, status included, changes its resourceVersion)."""
-    from kubernetes import client
-    custom = client.CustomObjectsApi(kube)
     out = {}
     for kind, plural in plurals.items():
-        for item in custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural)["items"]:
+        for item in metadata_items(kube, "/apis/kueue.x-k8s.io/v1beta2/" + plural):
             meta = item["metadata"]
             out[(kind, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
     return out
@@ -267,8 +302,6 @@ def reset_kueue(kube, namespaces, timeout: float = 240, extension: bool = True) 
     and secrets tests start and end from, and what a failed harness test leaves behind for the next.
     As admin, through the collection's own modules (kueue_helm state=absent clears the finalizers of
     queues left over); waits until the Kueue CRDs, kueue-system and `namespaces` are gone."""
-    from kubernetes import client
-
     from .ansible import run_playbook
 
     tasks = [{"name": "Remove the extension", "kueueops.aks.kueue_extension": {
@@ -279,8 +312,6 @@ def reset_kueue(kube, namespaces, timeout: float = 240, extension: bool = True) 
     res = run_playbook([{"name": "Reset", "hosts": "local", "gather_facts": False, "tasks": tasks}])
     assert res.rc == 0, res.stdout[-3000:]
     delete_namespaces(kube, namespaces, wait=False)
-    core, ext = client.CoreV1Api(kube), client.ApiextensionsV1Api(kube)
     left = list(namespaces) + ["kueue-system"]
-    wait_for("the Kueue CRDs and the namespaces %s to be gone" % ", ".join(left), lambda: not [
-        c for c in ext.list_custom_resource_definition().items if c.spec.group == "kueue.x-k8s.io"] and not [
-        n for n in core.list_namespace().items if n.metadata.name in left], timeout=timeout)
+    wait_for("the Kueue CRDs and the namespaces %s to be gone" % ", ".join(left), lambda: not kueue_crds(kube) and not
+             namespace_names(kube) & set(left), timeout=timeout)

@@ -20,7 +20,7 @@ import yaml
 
 from tests.emulators.arm.kube import extension_version
 
-from .kubeutil import helm, wait_for
+from .kubeutil import helm, kueue_crds, wait_for
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -65,12 +65,6 @@ def ext_args(azure, name: str = "kueue") -> tuple:
 def kube_from(kubeconfig: bytes):
     from kubernetes import config
     return config.new_client_from_config_dict(yaml.safe_load(kubeconfig))
-
-
-def crds(kube) -> list[str]:
-    from kubernetes import client
-    return [c.metadata.name for c in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items
-            if c.spec.group == "kueue.x-k8s.io"]
 
 
 def test_cluster_properties_and_credentials(azure, arm_control):
@@ -255,7 +249,7 @@ def test_extension_lifecycle(cluster, kube, azure, arm_control):
         assert arm_control.requests(method="DELETE")[-1]["status"] == 202
         with pytest.raises(ResourceNotFoundError):
             azure["ext"].extensions.get(*ext_args(azure))
-        assert crds(kube) == []
+        assert kueue_crds(kube) == []
         assert "kueue-extension" not in [d.metadata.name for d in apps.list_deployment_for_all_namespaces().items]
         assert client.BatchV1Api(kube).read_namespaced_job("left-alone", "arm-jobs").spec.suspend is True
     finally:
@@ -289,7 +283,7 @@ def test_failed_provisioning_reports_error_info(kube, azure, arm_control):
         assert "Available versions: %s." % ", ".join(os.environ["KUEUE_EXTENSION_VERSIONS"].split()) \
             in props.error_info.message
     azure["ext"].extensions.begin_delete(*ext_args(azure)).result()
-    assert crds(kube) == []  # nothing was installed, nothing to remove
+    assert kueue_crds(kube) == []  # nothing was installed, nothing to remove
 
 
 def test_slow_provisioning_conflict_and_force_delete(azure, arm_control):
@@ -329,9 +323,9 @@ def test_unmanaged_kueue_rejects_creation(cluster, kube, azure, arm_control):
     finally:
         helm(cluster, os.environ["HELM_V3"], "uninstall", "kueue", "-n", "oss-kueue", "--wait", check=False)
         ext_api = client.ApiextensionsV1Api(kube)
-        for name in crds(kube):
+        for name in kueue_crds(kube):
             ext_api.delete_custom_resource_definition(name)
         core = client.CoreV1Api(kube)
         core.delete_namespace("oss-kueue")
-        wait_for("the OSS Kueue's CRDs and namespace to be gone", lambda: not crds(kube) and "oss-kueue" not in [
+        wait_for("the OSS Kueue's CRDs and namespace to be gone", lambda: not kueue_crds(kube) and "oss-kueue" not in [
             n.metadata.name for n in core.list_namespace().items], timeout=180)

@@ -27,7 +27,7 @@ from kubernetes import client
 from tests.reliability import rbac
 
 from .ansible import REPO, run_playbook
-from .kubeutil import delete_kueue_objects, delete_namespaces, helm, kueue_plurals, reset_kueue, wait_for
+from .kubeutil import delete_kueue_objects, delete_namespaces, helm, kueue_crds, kueue_plurals, reset_kueue, wait_for
 
 STATUS = os.path.join(REPO, "playbooks", "status.yml")
 GROUP, V2 = "kueue.x-k8s.io", "kueue.x-k8s.io/v1beta2"
@@ -121,7 +121,7 @@ def declared(cluster, kueue, tmp_path_factory):
 
 
 def _kueue_served(kube):
-    return any(c.spec.group == GROUP for c in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items)
+    return bool(kueue_crds(kube))
 
 
 def test_a_clean_cluster_has_no_drift_and_status_changes_nothing(declared):

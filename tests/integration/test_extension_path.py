@@ -34,7 +34,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, aks_inventory as inventory, run_playbook
-from .kubeutil import helm, kueue_plurals, live_normalised, queued_job, reset_kueue, wait_for, workloads
+from .kubeutil import helm, kueue_crds, kueue_plurals, live_normalised, queued_job, reset_kueue, wait_for, workloads
 
 SITE = os.path.join(REPO, "playbooks", "site.yml")
 UNINSTALL = os.path.join(REPO, "playbooks", "uninstall.yml")
@@ -79,11 +79,6 @@ def deployment_ready(kube, name, namespace="kueue-system"):
         if exc.status == 404:
             return None
         raise
-
-
-def kueue_crds(kube):
-    return [c.metadata.name for c in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items
-            if c.spec.group == "kueue.x-k8s.io"]
 
 
 def helm_release(kube, name="kueue", namespace="kueue-system"):

@@ -14,7 +14,7 @@ import time
 import pytest
 from kubernetes import client
 
-from .kubeutil import condition, helm, kueue_api, reset_kueue, wait_for
+from .kubeutil import condition, helm, kueue_api, kueue_crds, reset_kueue, wait_for
 
 GROUP = "kueue.x-k8s.io"
 KUEUE_CRDS = set(kueue_api().CRD_PLURALS)
@@ -153,14 +153,12 @@ def test_kueue_chart_end_to_end(cluster, kube, helm_major):
 def _chart_end_to_end(cluster, kube, binary, ns, job_ns):
     apps, core = client.AppsV1Api(kube), client.CoreV1Api(kube)
     custom, batch = client.CustomObjectsApi(kube), client.BatchV1Api(kube)
-    ext = client.ApiextensionsV1Api(kube)
 
     def deployment_ready():
         dep = apps.read_namespaced_deployment("kueue-controller-manager", ns)
         return (dep.status.ready_replicas or 0) >= 1 and (dep.status.available_replicas or 0) >= 1
     wait_for("kueue-controller-manager ready", deployment_ready, timeout=180)
-    crds = {c.metadata.name.split(".")[0] for c in ext.list_custom_resource_definition().items
-            if c.spec.group == GROUP}
+    crds = {name.split(".")[0] for name in kueue_crds(kube)}
     assert crds == KUEUE_CRDS
     assert_loopback_only(cluster, kube)
     # The real visibility API server, reached by the aggregator through its Service.
@@ -238,7 +236,7 @@ def _chart_end_to_end(cluster, kube, binary, ns, job_ns):
         names = {n.metadata.name for n in core.list_namespace().items}
         return ns not in names and job_ns not in names
     wait_for("namespaces deleted", gone, timeout=180)
-    left = [c.metadata.name for c in ext.list_custom_resource_definition().items if c.spec.group == GROUP]
+    left = kueue_crds(kube)
     assert left == []
     custom_groups = [g.name for g in client.ApisApi(kube).get_api_versions().groups]
     assert GROUP not in custom_groups

@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client, config
 
 from .ansible import run_playbook
-from .kubeutil import wait_for
+from .kubeutil import kueue_crds, wait_for
 
 PROTECTED = "prot-s3cret-value-4711"
 # The preflight reads Deployments with the credentials the module fetches from ARM, not the harness's.
@@ -56,11 +56,6 @@ def deployments_ready(kube, namespace="kueue-system"):
                 raise
             ready[name] = None
     return ready
-
-
-def kueue_crds(kube):
-    return [c.metadata.name for c in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items
-            if c.metadata.name.endswith(".kueue.x-k8s.io")]
 
 
 @pytest.fixture

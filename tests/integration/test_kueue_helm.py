@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from .ansible import run_playbook
-from .kubeutil import helm, wait_for
+from .kubeutil import helm, kueue_crds, wait_for
 
 SITE = os.path.join(os.path.dirname(__file__), "..", "..", "playbooks", "site.yml")
 SEED_GATES = {"TopologyAwareScheduling": True, "LocalQueueMetrics": True}
@@ -86,9 +86,9 @@ def test_site_install_upgrade_idempotence_uninstall(cluster, kube, helm_major):
     # 5. Uninstall: the release, its CRDs and the namespace are gone; a second uninstall is a no-op.
     gone = run_playbook(uninstall_play({"binary_path": binary}))
     assert gone.rc == 0 and gone.changed == 1, gone
-    core, ext = client.CoreV1Api(kube), client.ApiextensionsV1Api(kube)
+    core = client.CoreV1Api(kube)
     assert "kueue-system" not in {n.metadata.name for n in core.list_namespace().items}
-    assert not [c for c in ext.list_custom_resource_definition().items if c.spec.group == "kueue.x-k8s.io"]
+    assert not kueue_crds(kube)
     twice = run_playbook(uninstall_play({"binary_path": binary}))
     assert twice.rc == 0 and twice.changed == 0, twice
 
@@ -170,8 +170,7 @@ def test_verify_fails_with_the_reason(cluster, kube):
 
     # A missing CRD.
     client.ApiextensionsV1Api(kube).delete_custom_resource_definition("topologies.kueue.x-k8s.io")
-    wait_for("CRD gone", lambda: "topologies.kueue.x-k8s.io" not in {
-        c.metadata.name for c in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items})
+    wait_for("CRD gone", lambda: "topologies.kueue.x-k8s.io" not in kueue_crds(kube))
     missing = run_playbook(module_play("kueue_verify", dict(verify_args, wait=False), name="Verify"))
     assert missing.rc != 0
     res = missing.result("Verify")

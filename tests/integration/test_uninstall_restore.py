@@ -33,7 +33,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, run_playbook
-from .kubeutil import (EventRecorder, admitted, condition, helm_revision, kueue_plurals, live_normalised, queued_job,
+from .kubeutil import (EventRecorder, admitted, condition, helm_revision, kueue_crds, kueue_plurals, live_normalised, queued_job,
                        resource_versions, wait_for, workloads)
 
 GROUP = "kueue.x-k8s.io"
@@ -73,11 +73,6 @@ PAUSE = [{"apiVersion": g["apiVersion"], "kind": g["kind"], "name": g["metadata"
 # ------------------------------------------------------------------ helpers
 def job_suspended(kube, namespace, name):
     return bool(client.BatchV1Api(kube).read_namespaced_job(name, namespace).spec.suspend)
-
-
-def kueue_crds(kube):
-    return sorted(c.metadata.name for c in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items
-                  if c.spec.group == GROUP)
 
 
 def namespace_exists(kube, name):

@@ -10,7 +10,7 @@ import subprocess
 import yaml
 
 from tests.harness import pki
-from tests.integration.kubeutil import kueue_plurals
+from tests.integration.kubeutil import kueue_plurals, metadata_items
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RBAC_DIR = os.path.join(REPO, "docs", "rbac")
@@ -94,30 +94,23 @@ def without(docs: list, kind: str, group: str, resource: str, verb: str, namespa
 
 def snapshot(kube) -> dict:
     """What a failed run must leave alone: resourceVersions of every Kueue object, the namespaces,
-    the Helm release records, the Kueue CRDs and the Jobs."""
-    from kubernetes import client
-
-    custom, core = client.CustomObjectsApi(kube), client.CoreV1Api(kube)
+    the Helm release records, the Kueue CRDs and the Jobs (metadata lists: kubeutil.metadata_items)."""
     out = {}
-    for kind, plural in KUEUE_PLURALS.items():
-        try:
-            items = custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural)["items"]
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
-            items = []
-        for item in items:
+    for kind, plural in KUEUE_PLURALS.items():  # none before Kueue's CRDs are installed (404)
+        for item in metadata_items(kube, "/apis/kueue.x-k8s.io/v1beta2/" + plural, missing_ok=True):
             meta = item["metadata"]
             out[(kind, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
-    for ns in core.list_namespace().items:
-        out[("Namespace", "", ns.metadata.name)] = ns.metadata.resource_version
-    for secret in core.list_secret_for_all_namespaces(label_selector="owner=helm").items:
-        out[("HelmRecord", secret.metadata.namespace, secret.metadata.name)] = secret.metadata.resource_version
-    for crd in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items:
-        if crd.spec.group == "kueue.x-k8s.io":
-            out[("CRD", "", crd.metadata.name)] = crd.metadata.resource_version
-    for job in client.BatchV1Api(kube).list_job_for_all_namespaces().items:
-        out[("Job", job.metadata.namespace, job.metadata.name)] = job.metadata.resource_version
+    for ns in metadata_items(kube, "/api/v1/namespaces"):
+        out[("Namespace", "", ns["metadata"]["name"])] = ns["metadata"]["resourceVersion"]
+    for secret in metadata_items(kube, "/api/v1/secrets", labelSelector="owner=helm"):
+        meta = secret["metadata"]
+        out[("HelmRecord", meta["namespace"], meta["name"])] = meta["resourceVersion"]
+    for crd in metadata_items(kube, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"):
+        if crd["metadata"]["name"].endswith(".kueue.x-k8s.io"):  # a CRD's name is <plural>.<group>
+            out[("CRD", "", crd["metadata"]["name"])] = crd["metadata"]["resourceVersion"]
+    for job in metadata_items(kube, "/apis/batch/v1/jobs"):
+        meta = job["metadata"]
+        out[("Job", meta["namespace"], meta["name"])] = meta["resourceVersion"]
     out.update(chart_objects(kube))
     return out
 
@@ -126,33 +119,33 @@ def chart_objects(kube) -> dict:
     """{(kind, namespace, name): resourceVersion} of what the Kueue chart creates: the objects in
     kueue-system (but its default ServiceAccount and root CA ConfigMap) and the cluster-scoped kueue-*
     RBAC, webhook configurations and visibility APIServices."""
-    from kubernetes import client
-
-    core, apps, rbac_api = client.CoreV1Api(kube), client.AppsV1Api(kube), client.RbacAuthorizationV1Api(kube)
-    adm, reg = client.AdmissionregistrationV1Api(kube), client.ApiregistrationV1Api(kube)
     out = {}
 
-    def add(kind, items, namespace=""):
-        for item in items:
-            name = item.metadata.name
+    def add(kind, api_path, namespace=""):
+        for item in metadata_items(kube, api_path):
+            name = item["metadata"]["name"]
             if name in ("default", "kube-root-ca.crt") or name.startswith("sh.helm.release."):
                 continue
             if not namespace and not (name.startswith("kueue-") or name.endswith(".visibility.kueue.x-k8s.io")):
                 continue
-            out[(kind, namespace, name)] = item.metadata.resource_version
+            out[(kind, namespace, name)] = item["metadata"]["resourceVersion"]
 
-    if "kueue-system" in [n.metadata.name for n in core.list_namespace().items]:
+    if any(ns["metadata"]["name"] == "kueue-system" for ns in metadata_items(kube, "/api/v1/namespaces")):
         ns = "kueue-system"
-        add("ConfigMap", core.list_namespaced_config_map(ns).items, ns)
-        add("Secret", core.list_namespaced_secret(ns).items, ns)
-        add("ServiceAccount", core.list_namespaced_service_account(ns).items, ns)
-        add("Service", core.list_namespaced_service(ns).items, ns)
-        add("Deployment", apps.list_namespaced_deployment(ns).items, ns)
-        add("Role", rbac_api.list_namespaced_role(ns).items, ns)
-        add("RoleBinding", rbac_api.list_namespaced_role_binding(ns).items, ns)
-    add("ClusterRole", rbac_api.list_cluster_role().items)
-    add("ClusterRoleBinding", rbac_api.list_cluster_role_binding().items)
-    add("MutatingWebhookConfiguration", adm.list_mutating_webhook_configuration().items)
-    add("ValidatingWebhookConfiguration", adm.list_validating_webhook_configuration().items)
-    add("APIService", reg.list_api_service().items)
+        for kind, api_path in (("ConfigMap", "/api/v1/namespaces/%s/configmaps"),
+                               ("Secret", "/api/v1/namespaces/%s/secrets"),
+                               ("ServiceAccount", "/api/v1/namespaces/%s/serviceaccounts"),
+                               ("Service", "/api/v1/namespaces/%s/services"),
+                               ("Deployment", "/apis/apps/v1/namespaces/%s/deployments"),
+                               ("Role", "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/roles"),
+                               ("RoleBinding", "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings")):
+            add(kind, api_path % ns, ns)
+    for kind, api_path in (("ClusterRole", "/apis/rbac.authorization.k8s.io/v1/clusterroles"),
+                           ("ClusterRoleBinding", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+                           ("MutatingWebhookConfiguration",
+                            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"),
+                           ("ValidatingWebhookConfiguration",
+                            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"),
+                           ("APIService", "/apis/apiregistration.k8s.io/v1/apiservices")):
+        add(kind, api_path)
     return out

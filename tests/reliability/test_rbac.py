@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.integration.ansible import run_playbook
-from tests.integration.kubeutil import delete_namespace, helm
+from tests.integration.kubeutil import delete_namespace, helm, kueue_crds
 
 from . import rbac
 
@@ -69,9 +69,8 @@ def _uninstall_as_admin(cluster, kube) -> None:
     from kubernetes import client
     helm(cluster, os.environ["HELM_V3"], "uninstall", "kueue", "-n", "kueue-system", "--wait", check=False)
     ext = client.ApiextensionsV1Api(kube)
-    for crd in ext.list_custom_resource_definition().items:
-        if crd.spec.group == "kueue.x-k8s.io":
-            ext.delete_custom_resource_definition(crd.metadata.name)
+    for name in kueue_crds(kube):
+        ext.delete_custom_resource_definition(name)
     delete_namespace(kube, "kueue-system")
 
 
@@ -368,9 +367,7 @@ def test_uninstall_as_the_uninstall_user(lifecycle, kube, tmp_path):
     result = run_playbook(PLAYBOOK % "uninstall", extravars=dict(extravars, kueue_backup_dir=str(tmp_path)), env=env)
     _no_traceback(result)
     assert result.rc == 0, (result, result.stdout[-4000:])
-    from kubernetes import client
-    assert not [c for c in client.ApiextensionsV1Api(kube).list_custom_resource_definition().items
-                if c.spec.group == "kueue.x-k8s.io"]
+    assert not kueue_crds(kube)
     assert not _kueue_installed(kube)
     jobs = result.result("List the Jobs with a queue label")
     assert "namespaces" in jobs, jobs
