@@ -96,9 +96,13 @@ METHODS = {
     "scale_backup_verify": ("scale_backup_verify.yml", "project", "kueue_backup verify_path"),
     "scale_verify": ("scale_verify.yml", "project", "kueue_verify, queues: true"),
     "baseline_bench_venv": ("baseline.yml", "bench", "baseline (bench venv)"),
+    # the floor of any module given kueue_queues.yml's arguments (bench/playbooks/library/bench_module_floor.py)
+    "module_floor": ("module_floor.yml", "project", "module floor (the same arguments, a module that does nothing)"),
 }
 MAIN_METHODS = ("kueue_queues", "k8s_list", "k8s_loop")
 VARIANTS = ("kueue_queues_src", "kueue_queues_nowait", "k8s_list_ssa")
+# --quick: the variant the roles run (kueue_resources_src reaches the module as src, issue 17 item 2)
+QUICK_VARIANTS = ("kueue_queues_src",)
 BENCH_PIP = ["ansible>=12,<13", "kubernetes>=29"]
 
 
@@ -602,6 +606,33 @@ class Bench:
             out["reruns_seconds"] = [r["seconds"] for r in reruns]
         return out
 
+    def floor(self, config):
+        """The module floor: bench/playbooks/module_floor.yml, kueue_queues.yml's task with its 1,068 objects given to
+        a module that does nothing (bench_module_floor). What any module taking the objects as a list pays - the
+        templated list finalised, the AnsiballZ payload, the JSON, Python and ansible.module_utils.basic started -
+        so kueue_queues' re-run minus it is the collection's own share. Measured in pairs, --reruns times: the
+        floor, then a kueue_queues re-run, each after a quiet Kueue manager (as the re-runs); a pair shares the
+        machine's state of the moment, so the median of the pairs' differences is steadier than the difference of
+        two medians. The floor sends no request. Returns the median floor run, with every pair."""
+        runs, pairs = [], []
+        for index in range(self.args.reruns):
+            suffix = " %d" % (index + 1) if index else ""
+            pair = []
+            for method, label in (("module_floor", "module floor"), ("kueue_queues", "kueue_queues re-run (paired)")):
+                time.sleep(self.args.settle)
+                settled = self.settle_kueue(self.args.quiet_cores, self.args.settle_max)
+                pair.append(self.playbook(method, config, label + suffix))
+                pair[-1]["kueue_settle"] = settled
+            runs.append(pair[0])
+            pairs.append({"floor_seconds": pair[0]["seconds"], "kueue_queues_seconds": pair[1]["seconds"],
+                          "kueue_queues_requests": pair[1].get("requests")})
+        out = dict(sorted(runs, key=lambda r: r["seconds"])[(len(runs) - 1) // 2])
+        out["runs_seconds"] = [r["seconds"] for r in runs]
+        out["pairs"] = pairs
+        diffs = sorted(p["kueue_queues_seconds"] - p["floor_seconds"] for p in pairs)
+        out["kueue_queues_over_floor_seconds"] = round(diffs[(len(diffs) - 1) // 2], 2)
+        return out
+
     def profile(self, config):
         """kueue_queues' own time split (bench/profile_module.py), first apply and re-run."""
         self.clean()
@@ -744,6 +775,28 @@ def markdown(res):
         if "list_over_kueue_queues_nowait" in ratios:
             lines.append("| first apply: single list / kueue_queues wait: false | %.1fx | |"
                          % ratios["list_over_kueue_queues_nowait"])
+        if "rerun_list_over_kueue_queues_src" in ratios:
+            lines.append("| re-run: single list / kueue_queues with src (as the roles pass a file) | %.1fx | >= 10 |"
+                         % ratios["rerun_list_over_kueue_queues_src"])
+        if "rerun_src_over_baseline" in ratios:
+            lines.append("| re-run: kueue_queues with src / baseline ansible-playbook | %.1fx | <= 3 |"
+                         % ratios["rerun_src_over_baseline"])
+        if "rerun_list_over_floor" in ratios:
+            lines.append("| re-run: single list / module floor (the most any module given the list can reach) | "
+                         "%.1fx | |" % ratios["rerun_list_over_floor"])
+            lines.append("| module floor / baseline ansible-playbook | %.1fx | |" % ratios["floor_over_baseline"])
+    floor = res.get("module_floor")
+    if floor:
+        lines.append("")
+        lines.append("Module floor (bench/playbooks/module_floor.yml: kueue_queues.yml's task, the %d objects given "
+                     "to a module that does nothing; median of %s s): **%.1f s**." % (
+                         res["objects"], ", ".join("%.1f" % v for v in floor["runs_seconds"]), floor["seconds"]))
+        if floor.get("pairs"):
+            lines.append("Each floor run was followed by a kueue_queues re-run (pairs, floor / kueue_queues: %s s); "
+                         "the median of the pairs' differences, **%.2f s**, is the collection's own share of a "
+                         "re-run (its imports, the LISTs, the comparison)." % (
+                             ", ".join("%.1f / %.1f" % (p["floor_seconds"], p["kueue_queues_seconds"])
+                                       for p in floor["pairs"]), floor["kueue_queues_over_floor_seconds"]))
     cpu_rows = []
     for table, entries, rtt in tables:
         for key, mres in _ordered(entries):
@@ -836,14 +889,15 @@ def main(argv=None):
                              "default 20, or 20,50 with --quick")
     parser.add_argument("--quick", action="store_true",
                         help="the 1x tables of issue 17 only: kueue_queues and the single list task, locally and at "
-                             "+20 and +50 ms (no loop, variants, profile or idle window; about 18 min)")
+                             "+20 and +50 ms, kueue_queues with src and the module floor (no loop, other variants, "
+                             "profile or idle window; about 20 min)")
     parser.add_argument("--reruns", type=int, default=None,
                         help="run each local re-run this many times and report the median (default 1, 3 with --quick)")
     parser.add_argument("--keep-cluster", action="store_true", help="leave a cluster this run started running")
     parser.add_argument("--clean-up", action="store_true", help="delete the bench objects and namespaces at the end")
     args = parser.parse_args(argv)
     if args.quick:
-        args.methods, args.no_variants, args.no_profile, args.idle = "kueue_queues,k8s_list", True, True, 0.0
+        args.methods, args.no_profile, args.idle = "kueue_queues,k8s_list", True, 0.0
     if args.rtt_ms is None:
         args.rtt_ms = "20,50" if args.quick else "20"
     if args.reruns is None:
@@ -872,6 +926,9 @@ def main(argv=None):
         for method in methods:
             if method != "k8s_loop":
                 res["methods"][method] = bench.method(method, config, objects, method)
+                if method == "kueue_queues":
+                    # right after kueue_queues' re-runs, in the same conditions (the objects applied, Kueue quiet)
+                    res["module_floor"] = bench.floor(config)
                 if method == "kueue_queues" and args.idle > 0:
                     res["idle"] = bench.idle(args.idle)
                 continue
@@ -906,7 +963,7 @@ def main(argv=None):
             res["methods"][method] = result
         if not args.no_variants:
             res["variants"] = {}
-            for method in VARIANTS:
+            for method in (QUICK_VARIANTS if args.quick else VARIANTS):
                 res["variants"][method] = bench.method(method, config, objects, method)
         res["remotes"] = []
         for rtt in args.rtts:
@@ -971,6 +1028,20 @@ def ratios(res):
                                                                         rm["kueue_queues"]["rerun"]["seconds"], 2)
         if "kueue_queues" in rm and base:
             out["remote_rerun_over_baseline" + suffix] = round(rm["kueue_queues"]["rerun"]["seconds"] / base, 2)
+    floor = (res.get("module_floor") or {}).get("seconds")
+    list_re = _seconds(res, "k8s_list", "rerun")
+    if floor:
+        if base:
+            out["floor_over_baseline"] = round(floor / base, 2)
+        if list_re:
+            out["rerun_list_over_floor"] = round(list_re / floor, 2)
+        if "kueue_queues_over_floor_seconds" in res["module_floor"]:
+            out["kueue_queues_rerun_over_floor_seconds"] = res["module_floor"]["kueue_queues_over_floor_seconds"]
+    src_re = _seconds(res, "kueue_queues_src", "rerun")
+    if src_re and list_re:
+        out["rerun_list_over_kueue_queues_src"] = round(list_re / src_re, 2)
+    if src_re and base:
+        out["rerun_src_over_baseline"] = round(src_re / base, 2)
     nowait = _seconds(res, "kueue_queues_nowait", "first")
     listed = _seconds(res, "k8s_list", "first")
     if nowait and listed:
