@@ -167,21 +167,25 @@ def metadata_items(kube, api_path: str, missing_ok: bool = False, **query) -> li
     "/apis/kueue.x-k8s.io/v1beta2/localqueues"; `query`: labelSelector, ...) as the API server lists it as
     PartialObjectMetadataList: names, namespaces, resourceVersions, labels, no spec or status. The same
     objects as the full LIST, at a fraction of its cost for both sides (a Kueue CRD's schema is megabytes, and
-    the typed client builds a model of every field). `missing_ok`: a collection that is not served (404) is
-    empty instead of an error."""
-    import json
-
+    the typed client builds a model of every field). Sent by the collection's own raw request
+    (kueue_cluster.Cluster.request, which reads a response the same way on kubernetes 36 and 37), asking for
+    that media type. `missing_ok`: a collection that is not served (404) is empty instead of an error."""
     from kubernetes.client.exceptions import ApiException
 
+    kueue_api()  # the collection on sys.path
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster
+
+    class MetadataCluster(Cluster):
+        def _headers(self, content_type=None):
+            return dict(super()._headers(content_type), Accept=METADATA_LIST)
+
     try:
-        response = kube.call_api(api_path, "GET", query_params=sorted(query.items()),
-                                 header_params={"Accept": METADATA_LIST}, auth_settings=["BearerToken"],
-                                 _preload_content=False, _return_http_data_only=True, _request_timeout=60)
+        found = MetadataCluster(kube, timeout=60).request("GET", api_path, query or None)
     except ApiException as exc:
         if missing_ok and exc.status == 404:
             return []
         raise
-    return json.loads(response.data).get("items") or []
+    return (found or {}).get("items") or []
 
 
 def resource_versions(kube, plurals: dict) -> dict:
