@@ -580,6 +580,15 @@ class Bench:
             if cpu / 5.0 < quiet_cores or waited >= settle_max:
                 return {"seconds": round(waited, 1), "kueue_cpu_seconds": round(used, 1), "quiet": cpu / 5.0 < quiet_cores}
 
+    def settled_run(self, method, config, label, kubeconfig=None):
+        """``playbook`` once the Kueue manager is quiet (``settle_kueue``, after --settle seconds): a measured run of a
+        few seconds would otherwise share the cores with Kueue still digesting the previous run's writes."""
+        time.sleep(self.args.settle)
+        settled = self.settle_kueue(self.args.quiet_cores, self.args.settle_max)
+        run = self.playbook(method, config, label, kubeconfig)
+        run["kueue_settle"] = settled
+        return run
+
     def method(self, method, config, objects, label, kubeconfig=None):
         self.clean()
         first = self.playbook(method, config, label + " first apply", kubeconfig)
@@ -593,15 +602,9 @@ class Bench:
         # Each re-run starts with the Kueue manager quiet (as bench/scale.py's steps do): right after the first
         # apply it is still writing the statuses of 1,068 objects, which a run of a few seconds would share the
         # cores with.
-        reruns = []
-        for index in range(self.args.reruns if kubeconfig is None else 1):
-            time.sleep(self.args.settle)
-            settled = self.settle_kueue(self.args.quiet_cores, self.args.settle_max)
-            reruns.append(self.playbook(method, config, label + " re-run" + (" %d" % (index + 1) if index else ""),
-                                        kubeconfig))
-            reruns[-1]["kueue_settle"] = settled
-        out = {"objects": len(objects), "first": first,
-               "rerun": sorted(reruns, key=lambda r: r["seconds"])[(len(reruns) - 1) // 2]}
+        reruns = [self.settled_run(method, config, label + " re-run" + (" %d" % (index + 1) if index else ""),
+                                   kubeconfig) for index in range(self.args.reruns if kubeconfig is None else 1)]
+        out = {"objects": len(objects), "first": first, "rerun": middle(reruns, key=lambda r: r["seconds"])}
         if len(reruns) > 1:
             out["reruns_seconds"] = [r["seconds"] for r in reruns]
         return out
@@ -617,20 +620,15 @@ class Bench:
         runs, pairs = [], []
         for index in range(self.args.reruns):
             suffix = " %d" % (index + 1) if index else ""
-            pair = []
-            for method, label in (("module_floor", "module floor"), ("kueue_queues", "kueue_queues re-run (paired)")):
-                time.sleep(self.args.settle)
-                settled = self.settle_kueue(self.args.quiet_cores, self.args.settle_max)
-                pair.append(self.playbook(method, config, label + suffix))
-                pair[-1]["kueue_settle"] = settled
-            runs.append(pair[0])
-            pairs.append({"floor_seconds": pair[0]["seconds"], "kueue_queues_seconds": pair[1]["seconds"],
-                          "kueue_queues_requests": pair[1].get("requests")})
-        out = dict(sorted(runs, key=lambda r: r["seconds"])[(len(runs) - 1) // 2])
+            runs.append(self.settled_run("module_floor", config, "module floor" + suffix))
+            paired = self.settled_run("kueue_queues", config, "kueue_queues re-run (paired)" + suffix)
+            pairs.append({"floor_seconds": runs[-1]["seconds"], "kueue_queues_seconds": paired["seconds"],
+                          "kueue_queues_requests": paired.get("requests")})
+        out = dict(middle(runs, key=lambda r: r["seconds"]))
         out["runs_seconds"] = [r["seconds"] for r in runs]
         out["pairs"] = pairs
-        diffs = sorted(p["kueue_queues_seconds"] - p["floor_seconds"] for p in pairs)
-        out["kueue_queues_over_floor_seconds"] = round(diffs[(len(diffs) - 1) // 2], 2)
+        out["kueue_queues_over_floor_seconds"] = round(
+            middle([p["kueue_queues_seconds"] - p["floor_seconds"] for p in pairs]), 2)
         return out
 
     def profile(self, config):
@@ -652,6 +650,11 @@ class Bench:
 
 
 # ------------------------------------------------------------------- report
+def middle(values, key=None):
+    """The median of ``values`` (the lower middle of an even count: a value that was measured, not an average)."""
+    return sorted(values, key=key)[(len(values) - 1) // 2]
+
+
 def extrapolate(run, n_subset, n_full, baseline_seconds):
     """Linear in the number of objects above the fixed start-up cost of ansible-playbook."""
     factor = float(n_full) / n_subset
