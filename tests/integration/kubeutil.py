@@ -81,9 +81,13 @@ def admitted(workload: dict) -> bool:
 def kueue_crds(kube, deleting: bool = True) -> list:
     """The names of the kueue.x-k8s.io CRDs on the cluster, sorted (a CRD's name is <plural>.<group>; metadata
     only, see metadata_items); `deleting=False` leaves out those being deleted."""
-    return sorted(c["metadata"]["name"] for c in metadata_items(kube, CRDS)
-                  if c["metadata"]["name"].endswith(".kueue.x-k8s.io")
-                  and (deleting or not c["metadata"].get("deletionTimestamp")))
+    return sorted(c["metadata"]["name"] for c in kueue_crd_items(kube)
+                  if deleting or not c["metadata"].get("deletionTimestamp"))
+
+
+def kueue_crd_items(kube) -> list:
+    """The metadata of the kueue.x-k8s.io CRDs (a CRD's name is <plural>.<group>)."""
+    return [c for c in metadata_items(kube, CRDS) if c["metadata"]["name"].endswith(".kueue.x-k8s.io")]
 
 
 def namespace_names(kube, deleting: bool = True) -> set:
@@ -188,12 +192,13 @@ def metadata_items(kube, api_path: str, missing_ok: bool = False, **query) -> li
     return (found or {}).get("items") or []
 
 
-def resource_versions(kube, plurals: dict) -> dict:
+def resource_versions(kube, plurals: dict, missing_ok: bool = False) -> dict:
     """{(kind, namespace, name): resourceVersion} of every Kueue object of `plurals` (a write to any
-    object, status included, changes its resourceVersion)."""
+    object, status included, changes its resourceVersion); `missing_ok`: none of a kind not served yet (404,
+    before Kueue's CRDs are installed) instead of an error."""
     out = {}
     for kind, plural in plurals.items():
-        for item in metadata_items(kube, "/apis/kueue.x-k8s.io/v1beta2/" + plural):
+        for item in metadata_items(kube, "/apis/kueue.x-k8s.io/v1beta2/" + plural, missing_ok=missing_ok):
             meta = item["metadata"]
             out[(kind, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
     return out

@@ -10,7 +10,7 @@ import subprocess
 import yaml
 
 from tests.harness import pki
-from tests.integration.kubeutil import kueue_plurals, metadata_items
+from tests.integration.kubeutil import kueue_crd_items, kueue_plurals, metadata_items, resource_versions
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RBAC_DIR = os.path.join(REPO, "docs", "rbac")
@@ -95,19 +95,14 @@ def without(docs: list, kind: str, group: str, resource: str, verb: str, namespa
 def snapshot(kube) -> dict:
     """What a failed run must leave alone: resourceVersions of every Kueue object, the namespaces,
     the Helm release records, the Kueue CRDs and the Jobs (metadata lists: kubeutil.metadata_items)."""
-    out = {}
-    for kind, plural in KUEUE_PLURALS.items():  # none before Kueue's CRDs are installed (404)
-        for item in metadata_items(kube, "/apis/kueue.x-k8s.io/v1beta2/" + plural, missing_ok=True):
-            meta = item["metadata"]
-            out[(kind, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
+    out = resource_versions(kube, KUEUE_PLURALS, missing_ok=True)  # none before Kueue's CRDs are installed
     for ns in metadata_items(kube, "/api/v1/namespaces"):
         out[("Namespace", "", ns["metadata"]["name"])] = ns["metadata"]["resourceVersion"]
     for secret in metadata_items(kube, "/api/v1/secrets", labelSelector="owner=helm"):
         meta = secret["metadata"]
         out[("HelmRecord", meta["namespace"], meta["name"])] = meta["resourceVersion"]
-    for crd in metadata_items(kube, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"):
-        if crd["metadata"]["name"].endswith(".kueue.x-k8s.io"):  # a CRD's name is <plural>.<group>
-            out[("CRD", "", crd["metadata"]["name"])] = crd["metadata"]["resourceVersion"]
+    for crd in kueue_crd_items(kube):
+        out[("CRD", "", crd["metadata"]["name"])] = crd["metadata"]["resourceVersion"]
     for job in metadata_items(kube, "/apis/batch/v1/jobs"):
         meta = job["metadata"]
         out[("Job", meta["namespace"], meta["name"])] = meta["resourceVersion"]
@@ -130,16 +125,16 @@ def chart_objects(kube) -> dict:
                 continue
             out[(kind, namespace, name)] = item["metadata"]["resourceVersion"]
 
-    if any(ns["metadata"]["name"] == "kueue-system" for ns in metadata_items(kube, "/api/v1/namespaces")):
-        ns = "kueue-system"
-        for kind, api_path in (("ConfigMap", "/api/v1/namespaces/%s/configmaps"),
-                               ("Secret", "/api/v1/namespaces/%s/secrets"),
-                               ("ServiceAccount", "/api/v1/namespaces/%s/serviceaccounts"),
-                               ("Service", "/api/v1/namespaces/%s/services"),
-                               ("Deployment", "/apis/apps/v1/namespaces/%s/deployments"),
-                               ("Role", "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/roles"),
-                               ("RoleBinding", "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings")):
-            add(kind, api_path % ns, ns)
+    # A namespace that does not exist lists as empty: no need to read the namespaces (again) first.
+    ns = "kueue-system"
+    for kind, api_path in (("ConfigMap", "/api/v1/namespaces/%s/configmaps"),
+                           ("Secret", "/api/v1/namespaces/%s/secrets"),
+                           ("ServiceAccount", "/api/v1/namespaces/%s/serviceaccounts"),
+                           ("Service", "/api/v1/namespaces/%s/services"),
+                           ("Deployment", "/apis/apps/v1/namespaces/%s/deployments"),
+                           ("Role", "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/roles"),
+                           ("RoleBinding", "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings")):
+        add(kind, api_path % ns, ns)
     for kind, api_path in (("ClusterRole", "/apis/rbac.authorization.k8s.io/v1/clusterroles"),
                            ("ClusterRoleBinding", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
                            ("MutatingWebhookConfiguration",
