@@ -32,14 +32,9 @@ start=$(date +%s)
 cpu_ticks() { awk '/^cpu /{print $2 + $3 + $4}' /proc/stat; }
 cpu_start=$(cpu_ticks)
 
-# The main run is the critical path (its files add up to twice what the other two jobs take): sanity and the compat
-# job run at a lower CPU priority (nice JOBS_NICE, 10 by default; 0 gives them an equal share), so they take the
-# cores while the main run's workers wait on controllers instead of slowing those workers down. Their clusters'
-# processes (etcd, kube-apiserver, the node agent) start in sessions of their own and keep the default priority.
-JOBS_NICE=${JOBS_NICE:-10}
-nice -n "$JOBS_NICE" hack/sanity.sh > "$SANITY_LOG" 2>&1 &
+hack/sanity.sh > "$SANITY_LOG" 2>&1 &
 sanity_pid=$!
-KUEUEOPS_RUN_DIR=$RUN_DIR-compat TEST_WORKERS=${COMPAT_WORKERS:-1} nice -n "$JOBS_NICE" hack/compat.sh > "$COMPAT_LOG" 2>&1 &
+KUEUEOPS_RUN_DIR=$RUN_DIR-compat TEST_WORKERS=${COMPAT_WORKERS:-1} hack/compat.sh > "$COMPAT_LOG" 2>&1 &
 compat_pid=$!
 # Stop the other two jobs (their pytest stops its clusters on SIGTERM) when this script is interrupted.
 trap 'kill "$sanity_pid" "$compat_pid" 2>/dev/null; wait 2>/dev/null' INT TERM
