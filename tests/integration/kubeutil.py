@@ -235,15 +235,18 @@ def etcd_put(cluster, key: str, obj: dict) -> None:
     _etcd(cluster, "put", {"key": key, "value": json.dumps(obj)})
 
 
-def helm_revision(kube, namespace: str = "kueue-system", release: str = "kueue"):
-    """(revision, status) of the newest record of a Helm release in Helm's own storage."""
+def helm_records(kube, namespace: str = "kueue-system", release: str = "kueue") -> list:
+    """[(revision, status)] of every record of a Helm release in Helm's own storage (its Secrets), oldest first."""
     from kubernetes import client
     secrets = client.CoreV1Api(kube).list_namespaced_secret(
         namespace, label_selector="owner=helm,name=%s" % release).items
-    if not secrets:
-        return None
-    latest = max(secrets, key=lambda s: int(s.metadata.labels["version"]))
-    return int(latest.metadata.labels["version"]), latest.metadata.labels.get("status")
+    return sorted((int(s.metadata.labels["version"]), s.metadata.labels.get("status")) for s in secrets)
+
+
+def helm_revision(kube, namespace: str = "kueue-system", release: str = "kueue"):
+    """(revision, status) of the newest record of a Helm release in Helm's own storage, None without one."""
+    records = helm_records(kube, namespace, release)
+    return records[-1] if records else None
 
 
 class EventRecorder:

@@ -34,7 +34,8 @@ import yaml
 from kubernetes import client
 
 from .ansible import REPO, aks_inventory as inventory, run_playbook
-from .kubeutil import helm, kueue_crds, kueue_plurals, live_normalised, queued_job, reset_kueue, wait_for, workloads
+from .kubeutil import (helm, helm_records, kueue_crds, kueue_plurals, live_normalised, queued_job, reset_kueue, wait_for,
+                       workloads)
 
 SITE = os.path.join(REPO, "playbooks", "site.yml")
 UNINSTALL = os.path.join(REPO, "playbooks", "uninstall.yml")
@@ -79,11 +80,6 @@ def deployment_ready(kube, name, namespace="kueue-system"):
         if exc.status == 404:
             return None
         raise
-
-
-def helm_release(kube, name="kueue", namespace="kueue-system"):
-    secrets = client.CoreV1Api(kube).list_namespaced_secret(namespace, label_selector="owner=helm,name=%s" % name).items
-    return sorted((int(s.metadata.labels["version"]), s.metadata.labels["status"]) for s in secrets)
 
 
 def suspended(kube, namespace, name):
@@ -144,7 +140,7 @@ def test_each_path_refuses_the_other_paths_options_before_anything_is_sent(clean
     assert "kueue_install_method is helm, but kueue_aks_cluster_name, kueue_extension_version apply only to the " \
            "AKS managed extension" in msg, msg
     assert "kueue_install_method: extension" in msg
-    assert arm_control.requests() == [] and helm_release(kube) == [] and not kueue_crds(kube)
+    assert arm_control.requests() == [] and helm_records(kube) == [] and not kueue_crds(kube)
 
 
 def test_site_installs_verifies_configures_the_extension_without_leaking_secrets(clean, arm, arm_control, tmp_path):
@@ -403,7 +399,7 @@ def test_upgrade_the_extension_hop_by_hop_on_its_own_version_form(clean, arm, ar
     def untouched():
         # Specs and their generations (the Kueue manager keeps writing statuses, so resourceVersions move), Helm's
         # records of the extension's release, the extension in ARM.
-        return live_normalised(kube, PLURALS), generations(kube), helm_release(kube), arm_control.extensions()
+        return live_normalised(kube, PLURALS), generations(kube), helm_records(kube), arm_control.extensions()
 
     # Bad targets: refused before anything is written (no ARM write, no Kueue object, Helm record or backup).
     before = untouched()
@@ -493,7 +489,7 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
                         inventory=helm_inv)
     assert site.rc == 0, site.stdout[-3000:]
     before = live_normalised(kube, PLURALS)
-    release = helm_release(kube)
+    release = helm_records(kube)
     # Both paths' variables in one inventory; no kubeconfig (credentials from ARM).
     inv = inventory(tmp_path / "migrate.yml", kueue_helm_chart_ref="{{ lookup('ansible.builtin.env', 'KUEUE_CHART_REF') }}",
                     kueue_helm_plain_http=True, kueue_feature_gates={"LocalQueueMetrics": True})
@@ -505,7 +501,7 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
     res = run(MIGRATE, inv, {"kueue_migrate_to": "extension", "kueue_backup_dir": backups})
     assert res.rc != 0
     assert "Automatic" in res.result("Preflight of the managed extension")["msg"]
-    assert arm_control.writes() == [] and helm_release(kube) == release and not os.path.exists(backups)
+    assert arm_control.writes() == [] and helm_records(kube) == release and not os.path.exists(backups)
     assert live_normalised(kube, PLURALS) == before
     arm_control.reset()
 
@@ -517,7 +513,7 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
     assert "The Helm release runs Kueue 0.18.4, and release train preview does not offer it" in msg, msg
     assert "(it offers 0.19.2-aks.0.4.4)" in msg and "Fix: upgrade the Helm release" in msg, msg
     assert "kueue_extension_version" in msg and "Nothing was changed." in msg
-    assert arm_control.writes() == [] and helm_release(kube) == release and not os.path.exists(backups)
+    assert arm_control.writes() == [] and helm_records(kube) == release and not os.path.exists(backups)
     assert live_normalised(kube, PLURALS) == before
     arm_control.reset()
 
@@ -552,7 +548,7 @@ def test_migrate_from_helm_to_the_extension_and_back(clean, arm_control, tmp_pat
     assert res.rc == 0, res.stdout[-5000:]
     assert [m for m, _p in arm_control.writes()] == ["DELETE"] and arm_control.extensions() == []
     assert deployment_ready(kube, "kueue-extension") is None and deployment_ready(kube, "kueue-controller-manager")
-    assert helm_release(kube)[-1][1] == "deployed"
+    assert helm_records(kube)[-1][1] == "deployed"
     # The extension's Kueue kept: the chart of its currentVersion (0.18.4), not the registry's latest.
     assert manager_image(kube) == "v0.18.4"
     report = res.result("Report the migration")["msg"]
