@@ -49,40 +49,6 @@ def _durations_file() -> str:
     return _cache_file("durations")
 
 
-# The compat job's wall seconds on a machine that has not recorded one (hack/test.sh: 903 s on 2026-12-04).
-COMPAT_SECONDS = 900.0
-
-
-def _jobs_file() -> str:
-    """``test-jobs-ansible-<minor>.json``: the wall seconds of make test's other jobs (the compat job), which
-    hack/test.sh records after each run."""
-    return _cache_file("jobs")
-
-
-def record_job(name: str, seconds: float) -> None:
-    _update_figures(_jobs_file(), {name: round(seconds, 1)})
-
-
-def tail_files(files: list, streams: int = 3) -> list:
-    """The files of ``files`` that make test runs in its tail run, on one worker after the compat job
-    (hack/test.sh): two main-run workers and the compat job then the tail make three streams, so the files chosen
-    take about a third of the whole, less the compat job's seconds (the cache's figures: durations, CPU, jobs).
-    The files that wait the most for their CPU seconds go first (the drills' timeouts, the harness' own clusters):
-    they fill the cores the main run leaves idle instead of competing with it. A file this machine has not timed
-    stays in the main run, and so does every file when the figures say the tail would be empty."""
-    durations = _load_durations()
-    cpu = _read_figures(_cache_file("cpu"))
-    compat = _read_figures(_jobs_file()).get("compat", COMPAT_SECONDS)
-    timed = [path for path in files if durations.get(path)]
-    target = (sum(durations[path] for path in timed) + compat) / streams - compat
-    chosen, spent = [], 0.0
-    for path in sorted(timed, key=lambda p: (cpu.get(p, durations[p]) / durations[p], p)):
-        if spent + durations[path] <= target:
-            chosen.append(path)
-            spent += durations[path]
-    return [path for path in files if path in chosen]
-
-
 def _worker_run_dir() -> None:
     """$KUEUEOPS_RUN_DIR of this worker: the run folder of the run, suffixed with the worker's id (once)."""
     if not _WORKER:
@@ -154,9 +120,13 @@ def pytest_sessionfinish(session, exitstatus):
         return
     if not _SPENT or not whole_files(session.config, session.shouldstop or exitstatus == 2):
         return
-    _update_figures(_durations_file(), {path: round(spent, 1) for path, spent in _SPENT.items()})
+    durations = _read_figures(_durations_file())
+    durations.update({path: round(spent, 1) for path, spent in _SPENT.items()})
+    _write_figures(_durations_file(), durations)
     if _CPU:
-        _update_figures(_cache_file("cpu"), {path: round(entry["cpu"], 1) for path, entry in _CPU.items()})
+        cpu = _read_figures(_cache_file("cpu"))
+        cpu.update({path: round(entry["cpu"], 1) for path, entry in _CPU.items()})
+        _write_figures(_cache_file("cpu"), cpu)
 
 
 def whole_files(config, stopped: bool) -> bool:
@@ -165,22 +135,6 @@ def whole_files(config, stopped: bool) -> bool:
     if stopped or getattr(option, "keyword", "") or getattr(option, "markexpr", "") or getattr(option, "maxfail", 0):
         return False
     return not any("::" in str(arg) for arg in config.args)
-
-
-def _update_figures(path: str, figures: dict) -> None:
-    """Merge ``figures`` into the cache file ``path`` under a lock: make test's main run and its tail run (two
-    pytest processes) end at about the same time and each updates the files it ran."""
-    import fcntl
-
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path + ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            merged = _read_figures(path)
-            merged.update(figures)
-            _write_figures(path, merged)
-    except OSError:
-        pass
 
 
 def _write_figures(path: str, figures: dict) -> None:

@@ -51,42 +51,6 @@ def test_the_committed_figures_name_files_that_exist():
     assert all(isinstance(v, (int, float)) and v >= 0 for v in figures.values())
 
 
-def _figures(folder, durations, cpu=None, jobs=None):
-    with open(conftest._durations_file(), "w") as handle:
-        json.dump(durations, handle)
-    if cpu is not None:
-        with open(conftest._cache_file("cpu"), "w") as handle:
-            json.dump(cpu, handle)
-    if jobs is not None:
-        with open(conftest._jobs_file(), "w") as handle:
-            json.dump(jobs, handle)
-
-
-def test_the_tail_run_takes_the_files_that_wait_most_up_to_a_third_less_the_compat_job(cache):
-    folder, committed = cache
-    files = ["tests/a.py", "tests/b.py", "tests/c.py", "tests/d.py", "tests/e.py", "tests/new.py"]
-    # 1,200 s of files + the compat job's 300 s over three streams: 500 s each, 200 s for the tail run.
-    _figures(folder, {"tests/a.py": 600, "tests/b.py": 300, "tests/c.py": 150, "tests/d.py": 100, "tests/e.py": 50},
-             cpu={"tests/a.py": 100, "tests/b.py": 290, "tests/c.py": 140, "tests/d.py": 20, "tests/e.py": 30},
-             jobs={"compat": 300})
-    # a (0.17 CPU s a second) would overshoot; d (0.2) and e (0.6) fit; c (0.93) would overshoot; new: untimed
-    assert conftest.tail_files(files) == ["tests/d.py", "tests/e.py"]
-    # No recorded compat job: COMPAT_SECONDS; the tail is smaller, or empty.
-    _figures(folder, {"tests/a.py": 600, "tests/b.py": 300, "tests/c.py": 150, "tests/d.py": 100, "tests/e.py": 50},
-             jobs={})
-    assert conftest.tail_files(files) == []
-    # No CPU figure: a file counts as all CPU (ratio 1); a (3,000 s, over the 1,033 s) stays in the main run.
-    _figures(folder, {"tests/a.py": 3000, "tests/b.py": 300}, cpu={"tests/a.py": 3000}, jobs={"compat": 100})
-    assert conftest.tail_files(["tests/a.py", "tests/b.py"]) == ["tests/b.py"]
-
-
-def test_figures_are_merged_under_a_lock_not_overwritten(cache):
-    folder, committed = cache
-    conftest.record_job("compat", 903.44)
-    conftest._update_figures(conftest._jobs_file(), {"other": 1})
-    assert conftest._read_figures(conftest._jobs_file()) == {"compat": 903.4, "other": 1.0}
-
-
 def _entry(ppid, name, cpu):
     return (ppid, name, cpu)
 
