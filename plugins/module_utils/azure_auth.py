@@ -12,8 +12,10 @@ Option names and AZURE_* environment fallbacks follow azure.azcollection.
 """
 
 import configparser
+import importlib
 import json
 import os
+import sys
 import traceback
 
 from urllib.parse import urlparse
@@ -22,21 +24,42 @@ from ansible.module_utils.basic import env_fallback, missing_required_lib
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 
-try:
-    from azure.identity import (
-        AzureCliCredential,
-        ClientSecretCredential,
-        DefaultAzureCredential,
-        EnvironmentCredential,
-        ManagedIdentityCredential,
-        WorkloadIdentityCredential,
-    )
-except ImportError:
-    HAS_AZURE_IDENTITY = False
-    AZURE_IDENTITY_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_AZURE_IDENTITY = True
-    AZURE_IDENTITY_IMPORT_ERROR = None
+# The Azure SDK is imported when a module first needs it, not with the module: kueue_capacity_info without an AKS
+# cluster (every configure_queues run) and the other Kubernetes-only paths never load it (0.29 CPU s of a 0.78 s
+# kueue_capacity_info run, measured: README "CI time, per file"). azure_module() is the one place that imports it.
+_SDK_IMPORT_ERRORS = {}
+
+
+class _NotLoaded(Exception):
+    """Stands for an azure-core exception class while azure-core is not imported: none of its exceptions exists yet."""
+
+
+def azure_module(name):
+    """The Azure SDK module ``name`` (``azure.identity``, ``azure.mgmt.containerservice``...), imported on the first
+    call; None when it cannot be imported (``azure_import_error(name)`` has the traceback)."""
+    if name not in sys.modules and name not in _SDK_IMPORT_ERRORS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            _SDK_IMPORT_ERRORS[name] = traceback.format_exc()
+    return sys.modules.get(name)
+
+
+def azure_import_error(name):
+    """The traceback of the failed import of ``name`` (after ``azure_module(name)`` returned None), else None."""
+    return _SDK_IMPORT_ERRORS.get(name)
+
+
+def azure_error(name):
+    """The azure-core exception class ``name`` (``AzureError``, ``HttpResponseError``...) for ``except`` and
+    ``isinstance``; without importing azure-core: until something imported it, no such exception can have been
+    raised, and a class nothing raises stands for it."""
+    module = sys.modules.get('azure.core.exceptions')
+    return getattr(module, name) if module is not None else _NotLoaded
+
+
+def _identity():
+    return azure_module('azure.identity')
 
 
 AUTH_SOURCES = ['auto', 'cli', 'env', 'credential_file', 'msi', 'workload_identity']
@@ -178,8 +201,8 @@ def _service_principal(client_id, secret, tenant, authority, origin, **kwargs):
                             % (', '.join(missing), origin), field=missing[0],
                             fix='set %s (or AZURE_%s), or choose another auth_source'
                                 % (missing[0], missing[0].upper()))
-    return ClientSecretCredential(tenant_id=tenant, client_id=client_id, client_secret=secret, authority=authority,
-                                  **kwargs)
+    return _identity().ClientSecretCredential(tenant_id=tenant, client_id=client_id, client_secret=secret,
+                                              authority=authority, **kwargs)
 
 
 def _workload_identity(client_id, tenant, authority, environ, **kwargs):
@@ -192,22 +215,23 @@ def _workload_identity(client_id, tenant, authority, environ, **kwargs):
         raise KueueOpsError('workload identity needs %s' % ', '.join(missing), field='auth_source',
                             fix='run in a pod with the azure.workload.identity/use label, or set client_id, tenant '
                                 'and AZURE_FEDERATED_TOKEN_FILE')
-    return WorkloadIdentityCredential(tenant_id=tenant, client_id=client_id, token_file_path=token_file,
-                                      authority=authority, **kwargs)
+    return _identity().WorkloadIdentityCredential(tenant_id=tenant, client_id=client_id, token_file_path=token_file,
+                                                  authority=authority, **kwargs)
 
 
 def _env_credential(authority, environ, **kwargs):
     client_id = environ.get('AZURE_CLIENT_ID')
     if client_id and environ.get('AZURE_SECRET') and environ.get('AZURE_TENANT'):
-        return ClientSecretCredential(tenant_id=environ['AZURE_TENANT'], client_id=client_id,
-                                      client_secret=environ['AZURE_SECRET'], authority=authority, **kwargs)
+        return _identity().ClientSecretCredential(tenant_id=environ['AZURE_TENANT'], client_id=client_id,
+                                                  client_secret=environ['AZURE_SECRET'], authority=authority,
+                                                  **kwargs)
     identity_ready = client_id and environ.get('AZURE_TENANT_ID') and (
         environ.get('AZURE_CLIENT_SECRET') or environ.get('AZURE_CLIENT_CERTIFICATE_PATH'))
     if not identity_ready:
         raise KueueOpsError('the environment holds no service principal', field='auth_source',
                             fix='export AZURE_CLIENT_ID, AZURE_SECRET and AZURE_TENANT (or AZURE_CLIENT_ID, '
                                 'AZURE_CLIENT_SECRET and AZURE_TENANT_ID), or choose another auth_source')
-    return EnvironmentCredential(authority=authority, **kwargs)
+    return _identity().EnvironmentCredential(authority=authority, **kwargs)
 
 
 def select_credential(params, authority, environ, credential_file=None):
@@ -217,14 +241,15 @@ def select_credential(params, authority, environ, credential_file=None):
     http = _http_kwargs(authority, params.get('ca_bundle'))
 
     if source == 'cli':
-        return AzureCliCredential(tenant_id=tenant) if tenant else AzureCliCredential(), 'cli', {}
+        identity = _identity()
+        return identity.AzureCliCredential(tenant_id=tenant) if tenant else identity.AzureCliCredential(), 'cli', {}
     if source == 'env':
         return _env_credential(authority, environ, **http), 'env', {}
     if source == 'msi':
         msi = dict(connection_verify=http['connection_verify']) if 'connection_verify' in http else {}
         if client_id:
             msi['client_id'] = client_id
-        return ManagedIdentityCredential(**msi), 'msi', {}
+        return _identity().ManagedIdentityCredential(**msi), 'msi', {}
     if source == 'workload_identity':
         return _workload_identity(client_id, tenant, authority, environ, **http), 'workload_identity', {}
     if source == 'credential_file':
@@ -257,7 +282,7 @@ def select_credential(params, authority, environ, credential_file=None):
         kwargs.update(managed_identity_client_id=client_id, workload_identity_client_id=client_id)
     if tenant:
         kwargs.update(workload_identity_tenant_id=tenant)
-    return DefaultAzureCredential(**kwargs), 'default', {}
+    return _identity().DefaultAzureCredential(**kwargs), 'default', {}
 
 
 def build_credential(params, environ=None, credential_file=None):
@@ -287,7 +312,7 @@ def build_credential(params, environ=None, credential_file=None):
 
 def require_azure_identity(module):
     """Fail the module with installation advice when azure-identity is missing."""
-    if not HAS_AZURE_IDENTITY:
+    if azure_module('azure.identity') is None:
         module.fail_json(
             msg=missing_required_lib(
                 'azure-identity',
@@ -295,7 +320,7 @@ def require_azure_identity(module):
                        '(or `pip install -r requirements.txt` from the kueueops.aks collection) '
                        'in the Python that runs the module',
             ),
-            exception=AZURE_IDENTITY_IMPORT_ERROR,
+            exception=azure_import_error('azure.identity'),
         )
 
 

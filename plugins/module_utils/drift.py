@@ -35,13 +35,14 @@ from ansible_collections.kueueops.aks.plugins.module_utils import extension as e
 from ansible_collections.kueueops.aks.plugins.module_utils import helm_values as hv
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils import managed_fields
+from ansible_collections.kueueops.aks.plugins.module_utils import manager_config as mc
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils import versions
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_install import check_catalog, load_values_files, normalize
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
-from ansible_collections.kueueops.aks.plugins.module_utils.verify import (Verifier, decode_helm_release,
-                                                                          latest_release_secret)
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_storage import decode_helm_release, latest_release_secret
+from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier
 from ansible_collections.kueueops.aks.plugins.module_utils import yaml_docs
 
 ABSENT = '(absent)'
@@ -247,13 +248,13 @@ def declared_values(release, params):
     integrations = params.get('integrations')
     check_catalog(version, gates, integrations)
     user_values = hv.deep_merge(load_values_files(params.get('values_files') or []), params.get('values') or {})
-    default_cfg = hv.get_path(chart.get('values') or {}, hv.CONFIG_PATH)
+    default_cfg = mc.get_path(chart.get('values') or {}, hv.CONFIG_PATH)
     return normalize(hv.render_values(version, gates, integrations, user_values, default_cfg))
 
 
 def _configuration_of_values(values, chart_values):
-    return hv.yaml_mapping(hv.get_path(values, hv.CONFIG_PATH)) or \
-        hv.yaml_mapping(hv.get_path(chart_values or {}, hv.CONFIG_PATH)) or {}
+    return hv.yaml_mapping(mc.get_path(values, hv.CONFIG_PATH)) or \
+        hv.yaml_mapping(mc.get_path(chart_values or {}, hv.CONFIG_PATH)) or {}
 
 
 def expected_configuration(release, desired):
@@ -297,12 +298,12 @@ def helm_differences(release, desired, live_args, live_config_yaml, declared_ver
     live_cfg = hv.yaml_mapping(live_config_yaml) or {}
     for parts in all_differing_paths(want_cfg, live_cfg):
         out.append(_difference('manager configuration', parts, want_cfg, live_cfg))
-    want_gates = dict((g['name'], g['enabled']) for g in hv.get_path(desired, hv.GATES_PATH) or []
+    want_gates = dict((g['name'], g['enabled']) for g in mc.get_path(desired, hv.GATES_PATH) or []
                       if isinstance(g, dict) and 'name' in g)
     if not want_gates:
         want_gates = dict((str(k), bool(v)) for k, v in (want_cfg.get('featureGates') or {}).items())
     try:
-        live_gates = hv.effective_from_deployment(live_args, live_config_yaml)[0]
+        live_gates = mc.effective_from_deployment(live_args, live_config_yaml)[0]
     except (ValueError, yaml.YAMLError) as exc:
         out.append({'source': 'feature gates', 'key': '--feature-gates', 'declared': want_gates,
                     'live': 'unreadable: %s' % exc})

@@ -22,22 +22,7 @@ import urllib.parse
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError, namespace_name_error, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils import versions
-
-try:
-    from azure.core.exceptions import (
-        ClientAuthenticationError,
-        HttpResponseError,
-        ResourceNotFoundError,
-        ServiceRequestError,
-        ServiceResponseError,
-    )
-except ImportError:  # pragma: no cover - the module reports missing_required_lib
-    class _Missing(Exception):
-        pass
-
-    ClientAuthenticationError = HttpResponseError = ResourceNotFoundError = _Missing
-    ServiceRequestError = ServiceResponseError = _Missing
-
+from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import azure_error
 
 CLUSTER_RP = 'Microsoft.ContainerService'
 CLUSTER_RESOURCE = 'managedClusters'
@@ -515,7 +500,7 @@ def describe_azure_error(exc, what, params=None, secrets=()):
     params = params or {}
     if isinstance(exc, KueueOpsError):
         return exc
-    if isinstance(exc, ClientAuthenticationError) and getattr(exc, 'status_code', None) in (None, 400, 401):
+    if isinstance(exc, azure_error('ClientAuthenticationError')) and getattr(exc, 'status_code', None) in (None, 400, 401):
         text = scrub(getattr(exc, 'message', None) or exc, secrets)
         first = text.strip().splitlines()[0] if text.strip() else 'the credential was rejected'
         if 'CERTIFICATE_VERIFY_FAILED' in text or 'SSLError' in text:
@@ -538,7 +523,7 @@ def describe_azure_error(exc, what, params=None, secrets=()):
             if params.get('secret') and ('invalid_client' in text or 'unauthorized_client' in text):
                 field = 'secret'
         return KueueOpsError('authentication to Azure failed while %s: %s' % (what, first), field=field, fix=fix)
-    if isinstance(exc, (ServiceRequestError, ServiceResponseError)):
+    if isinstance(exc, (azure_error('ServiceRequestError'), azure_error('ServiceResponseError'))):
         text = scrub(exc, secrets)
         if 'CERTIFICATE_VERIFY_FAILED' in text or 'SSL' in text:
             return KueueOpsError('TLS verification failed while %s: %s' % (what, text.splitlines()[0]),
@@ -549,11 +534,11 @@ def describe_azure_error(exc, what, params=None, secrets=()):
                              field='cloud_environment',
                              fix='check cloud_environment (or AZURE_CLOUD_ENVIRONMENT / AZURE_AUTHORITY_HOST), '
                                  'the network path and proxy')
-    if isinstance(exc, HttpResponseError):
+    if isinstance(exc, azure_error('HttpResponseError')):
         status, code, message = _arm_error(exc)
         message = scrub(message or '', secrets)
         head = 'ARM %s%s while %s: %s' % (status or '', ' %s' % code if code else '', what, message)
-        if status == 404 or isinstance(exc, ResourceNotFoundError):
+        if status == 404 or isinstance(exc, azure_error('ResourceNotFoundError')):
             if code == 'ResourceGroupNotFound':
                 return KueueOpsError(head, field='resource_group',
                                      fix='check resource_group (and subscription_id): the resource group must exist')

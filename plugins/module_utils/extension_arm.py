@@ -20,7 +20,12 @@ import os
 
 from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
 from ansible_collections.kueueops.aks.plugins.module_utils import files
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import build_credential
+from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
+    azure_error,
+    azure_import_error,
+    azure_module,
+    build_credential,
+)
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     KUBE_AUTH_ARGSPEC,
@@ -31,27 +36,6 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     missing_library,
 )
 
-try:
-    from azure.core.exceptions import AzureError, HttpResponseError, ResourceNotFoundError
-    from azure.core.rest import HttpRequest
-    from azure.mgmt.containerservice import ContainerServiceClient
-    from azure.mgmt.kubernetesconfiguration.extensions import KubernetesConfigurationExtensionsMgmtClient
-except ImportError as exc:
-    HAS_AZURE_MGMT = False
-    AZURE_MGMT_IMPORT_ERROR = exc
-
-    class AzureError(Exception):
-        pass
-
-    class ResourceNotFoundError(AzureError):
-        pass
-
-    HttpResponseError = ResourceNotFoundError
-    HttpRequest = None
-else:
-    HAS_AZURE_MGMT = True
-    AZURE_MGMT_IMPORT_ERROR = None
-
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 from ansible_collections.kueueops.aks.plugins.module_utils.module import ModuleRun
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until
@@ -61,9 +45,21 @@ try:
 except ImportError:  # reported (missing_library) when the kubeconfig is read
     yaml = None
 
+# The Azure management SDK this file uses, imported on first use (azure_auth.azure_module).
+AZURE_MGMT_MODULES = ('azure.core.exceptions', 'azure.core.rest', 'azure.mgmt.containerservice',
+                      'azure.mgmt.kubernetesconfiguration.extensions')
 POLL_SECONDS = 2
 RETRY = dict(retry_total=5, retry_backoff_factor=0.8, retry_backoff_max=60, connection_timeout=30, read_timeout=120)
 KUBE_TIMEOUT = 30
+
+
+def azure_mgmt_import_error():
+    """Import the Azure management SDK (AZURE_MGMT_MODULES); None when it is there, else the traceback of the first
+    module that is not (the modules report it with missing_library)."""
+    for name in AZURE_MGMT_MODULES:
+        if azure_module(name) is None:
+            return azure_import_error(name)
+    return None
 
 
 # ------------------------------------------------------------------ pure decisions
@@ -206,8 +202,10 @@ class KueueExtension(ModuleRun):
         kwargs = session.client_kwargs()
         kwargs.update(RETRY, polling_interval=POLL_SECONDS)
         self.subscription_id = session.subscription_id
-        self.ext = KubernetesConfigurationExtensionsMgmtClient(session.credential, session.subscription_id, **kwargs)
-        self.aks = ContainerServiceClient(session.credential, session.subscription_id, **kwargs)
+        self.ext = azure_module('azure.mgmt.kubernetesconfiguration.extensions').KubernetesConfigurationExtensionsMgmtClient(
+            session.credential, session.subscription_id, **kwargs)
+        self.aks = azure_module('azure.mgmt.containerservice').ContainerServiceClient(
+            session.credential, session.subscription_id, **kwargs)
 
     def azure(self, exc, what):
         return x.describe_azure_error(exc, what, self.p, self.secrets)
@@ -218,15 +216,15 @@ class KueueExtension(ModuleRun):
     def get_cluster(self):
         try:
             return self.aks.managed_clusters.get(self.p['resource_group'], self.p['cluster_name']).as_dict()
-        except AzureError as exc:
+        except azure_error('AzureError') as exc:
             raise self.azure(exc, 'reading managed cluster %s' % self.p['cluster_name'])
 
     def get_extension(self):
         try:
             return self.ext.extensions.get(*self.ext_args()).as_dict()
-        except ResourceNotFoundError:
+        except azure_error('ResourceNotFoundError'):
             return None
-        except AzureError as exc:
+        except azure_error('AzureError') as exc:
             raise self.azure(exc, 'reading extension %s' % self.p['name'])
 
     def remaining(self):
@@ -250,7 +248,7 @@ class KueueExtension(ModuleRun):
                     current = None
                 raise self.timed_out(what, current)
             return poller.result()
-        except AzureError as exc:
+        except azure_error('AzureError') as exc:
             current = self.get_extension()
             if current is not None and x.is_failed(current):
                 raise self.failed(current, what, deleting)
@@ -304,7 +302,7 @@ class KueueExtension(ModuleRun):
                     result = ops.list_cluster_admin_credentials(self.p['resource_group'], self.p['cluster_name'])
                 else:
                     result = ops.list_cluster_user_credentials(self.p['resource_group'], self.p['cluster_name'])
-            except AzureError as exc:
+            except azure_error('AzureError') as exc:
                 err = self.azure(exc, what)
                 if admin:
                     err.fix = (err.fix or '') + '; clusters with local accounts disabled refuse admin credentials: ' \
@@ -370,12 +368,12 @@ class KueueExtension(ModuleRun):
         pages = []
         try:
             while url and len(pages) < 100:
-                response = self.ext.send_request(HttpRequest('GET', url))
+                response = self.ext.send_request(azure_module('azure.core.rest').HttpRequest('GET', url))
                 if response.status_code != 200:
-                    raise HttpResponseError(response=response)
+                    raise azure_error('HttpResponseError')(response=response)
                 pages.append(response.json())
                 url = pages[-1].get('nextLink')
-        except (AzureError, ValueError) as exc:
+        except (azure_error('AzureError'), ValueError) as exc:
             err = self.azure(exc, 'listing the versions of %s offered to cluster %s' % (p['extension_type'],
                                                                                         p['cluster_name']))
             self.warnings.append('preflight: the offered versions were not checked (%s); ARM checks the version when '
@@ -483,7 +481,7 @@ class KueueExtension(ModuleRun):
             else:
                 body = x.patch_body(p, current, changes)
                 poller = self.ext.extensions.begin_update(*self.ext_args(), patch_extension=body, polling=p['wait'])
-        except AzureError as exc:
+        except azure_error('AzureError') as exc:
             raise self.azure(exc, what)
         if not p['wait']:
             return self.get_extension()
@@ -511,7 +509,7 @@ class KueueExtension(ModuleRun):
         try:
             poller = self.ext.extensions.begin_delete(*self.ext_args(), force_delete=p['force_delete'] or None,
                                                       polling=p['wait'])
-        except AzureError as exc:
+        except azure_error('AzureError') as exc:
             raise self.azure(exc, what)
         if p['wait']:
             self.follow(poller, what, deleting=True)

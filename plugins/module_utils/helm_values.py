@@ -36,13 +36,11 @@ except ImportError as _exc:  # pragma: no cover - exercised only without PyYAML
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
+from ansible_collections.kueueops.aks.plugins.module_utils.manager_config import MISSING, get_path, require_yaml
 
 CONFIG_PATH = "managerConfig.controllerManagerConfigYaml"
 GATES_PATH = "controllerManager.featureGates"
 CONFIGMAP_KEY = "controller_manager_config.yaml"
-# pkg/controller/jobs/job FrameworkName, the default Kueue applies when
-# integrations.frameworks is empty (apis/config/<ver>/defaults.go).
-DEFAULT_FRAMEWORKS = ["batch/job"]
 
 _RIGHT_SHAPE = (
     "The chart reads exactly two Kueue-specific paths: controllerManager.featureGates (a list of "
@@ -50,25 +48,6 @@ _RIGHT_SHAPE = (
     "(a string holding the whole Kueue Configuration). Better: drop them from values and use the module's "
     "feature_gates option (a dict) and integrations option (a list of framework names), which render "
     "both for the chosen Kueue version and keep the rest of the chart's default configuration")
-
-
-def _require_yaml():
-    if not HAS_YAML:
-        raise KueueOpsError("the Python library PyYAML is required to render Kueue values",
-                            fix="pip install PyYAML (or: install the collection's requirements.txt)")
-
-
-MISSING = object()
-
-
-def get_path(d, path, default=None):
-    """The value at the dotted ``path`` of nested mappings, or ``default`` where a key is missing."""
-    cur = d
-    for key in path.split("."):
-        if not isinstance(cur, dict) or key not in cur:
-            return default
-        cur = cur[key]
-    return cur
 
 
 def deep_merge(base, override):
@@ -254,7 +233,7 @@ def render_feature_gates(feature_gates):
 
 def chart_default_config_yaml(chart_values_text):
     """managerConfig.controllerManagerConfigYaml out of ``helm show values`` output."""
-    _require_yaml()
+    require_yaml()
     try:
         vals = yaml.safe_load(chart_values_text) or {}
     except yaml.YAMLError as exc:
@@ -283,7 +262,7 @@ def render_values(version, feature_gates, integrations, user_values, default_man
     Configuration. Name validation against the catalog is the caller's job
     (kueue_catalog.validate_*), so an unknown Kueue version still renders.
     """
-    _require_yaml()
+    require_yaml()
     user_values = copy.deepcopy(user_values or {})
     if not isinstance(user_values, dict):
         raise KueueOpsError("values must be a mapping, got %s" % type(user_values).__name__, field="values")
@@ -362,59 +341,3 @@ def _render_config(version, integrations, user_values, default_yaml):
     ints["frameworks"] = list(integrations)
     cfg["integrations"] = ints
     return yaml.safe_dump(cfg, default_flow_style=False, sort_keys=False)
-
-
-# ---------------------------------------------------------------- read back
-
-_TRUE = ("1", "t", "T", "TRUE", "true", "True")
-_FALSE = ("0", "f", "F", "FALSE", "false", "False")
-
-
-def parse_feature_gates_flag(value):
-    """'A=true,B=false' -> {'A': True, 'B': False} (Go strconv.ParseBool spellings)."""
-    gates = {}
-    for part in (value or "").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "=" not in part:
-            raise ValueError("missing bool value for %s" % part)
-        name, raw = part.split("=", 1)
-        raw = raw.strip()
-        if raw in _TRUE:
-            gates[name.strip()] = True
-        elif raw in _FALSE:
-            gates[name.strip()] = False
-        else:
-            raise ValueError("invalid value of %s=%s" % (name.strip(), raw))
-    return gates
-
-
-def effective_from_deployment(args, config_yaml):
-    """(gates, frameworks) the running manager uses.
-
-    ``args``: the manager container's args (``--feature-gates=A=true,B=false``
-    or ``--feature-gates A=true``); ``config_yaml``: the manager ConfigMap's
-    ``controller_manager_config.yaml``. Gates: the flag when present, else the
-    Configuration's ``featureGates`` (only explicitly set gates; defaults are
-    in kueue_catalog). Frameworks: ``integrations.frameworks``, or Kueue's
-    default ``['batch/job']`` when the list is empty or absent.
-    """
-    _require_yaml()
-    flag = None
-    args = list(args or [])
-    for i, arg in enumerate(args):
-        if arg.startswith("--feature-gates="):
-            flag = arg.split("=", 1)[1]
-        elif arg == "--feature-gates" and i + 1 < len(args):
-            flag = args[i + 1]
-    cfg = {}
-    if config_yaml:
-        loaded = yaml.safe_load(config_yaml)
-        cfg = loaded if isinstance(loaded, dict) else {}
-    if flag:
-        gates = parse_feature_gates_flag(flag)
-    else:
-        gates = dict((str(k), bool(v)) for k, v in (cfg.get("featureGates") or {}).items())
-    frameworks = list(get_path(cfg, "integrations.frameworks") or []) or list(DEFAULT_FRAMEWORKS)
-    return gates, frameworks

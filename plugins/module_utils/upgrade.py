@@ -30,7 +30,7 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     yaml = None
 
-from ansible_collections.kueueops.aks.plugins.module_utils import helm_values
+from ansible_collections.kueueops.aks.plugins.module_utils import manager_config
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog as catalog
 from ansible_collections.kueueops.aks.plugins.module_utils import versions
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
@@ -217,14 +217,14 @@ def _changelog_fact(fact, inventory, live):
         gates = dict(live.get('feature_gates') or {}, **(inventory.get('feature_gates') or {}))
         if gate and gates.get(gate):
             return INFO, '%s; feature gate %s is set on this cluster, so it stays off' % (fact['text'], gate)
-        value = helm_values.get_path(config, fact['name'], helm_values.MISSING)
-        if value is not helm_values.MISSING:
+        value = manager_config.get_path(config, fact['name'], manager_config.MISSING)
+        if value is not manager_config.MISSING:
             return INFO, '%s; this cluster sets %s: %s' % (fact['text'], fact['name'], _text(value))
         return ACTION, '%s; this cluster does not set %s, so it takes the new default %s' % (
             fact['text'], fact['name'], _text(fact['new_default']))
     if kind == 'config_refused':
-        value = helm_values.get_path(config, fact['name'], helm_values.MISSING)
-        if value is helm_values.MISSING or ('values' in fact and value not in fact['values']):
+        value = manager_config.get_path(config, fact['name'], manager_config.MISSING)
+        if value is manager_config.MISSING or ('values' in fact and value not in fact['values']):
             return None
         return REFUSED, '%s; the running manager\'s configuration sets %s: %s. Fix: %s' % (
             fact['text'], fact['name'], _text(value), fact['fix'])
@@ -354,7 +354,7 @@ def live_state(cluster, read_config):
         if exc.status != 404:
             raise
     else:
-        gates, frameworks = helm_values.effective_from_deployment(args, config_yaml)
+        gates, frameworks = manager_config.effective_from_deployment(args, config_yaml)
         loaded = yaml.safe_load(config_yaml) if config_yaml and yaml else None
         live = {'feature_gates': gates, 'frameworks': frameworks, 'config': loaded if isinstance(loaded, dict) else {}}
     return crds, live

@@ -8,7 +8,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils import queues, upgrad
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_install import KueueHelm
 from ansible_collections.kueueops.aks.plugins.module_utils.module import ModuleRun
-from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier, helm_releases
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_storage import helm_releases
+from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier
 
 
 class Planner(ModuleRun):

@@ -9,13 +9,13 @@ Importable without Ansible: takes a kubernetes ApiClient, read through the clust
 (module_utils/kueue_cluster.py): objects are the API's JSON (camelCase dicts).
 """
 import base64
-import gzip
 import json
 import re
 import time
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message, scrub
-from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import effective_from_deployment
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_storage import decode_helm_release, latest_release_secret
+from ansible_collections.kueueops.aks.plugins.module_utils.manager_config import effective_from_deployment
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import CRD_PLURALS, GROUP, condition, condition_true
@@ -706,54 +706,6 @@ def run_smoke_tests(api_client, queues, requests, timeout, multikueue=None):
 def _job_suspend(cluster, namespace, name):
     """The Job's ``spec.suspend``. ``request``, not ``get``: a Job gone meanwhile is the ApiException (404) it was."""
     return (cluster.request("GET", path("batch/v1", "jobs", namespace, name)).get("spec") or {}).get("suspend")
-
-
-def decode_helm_release(data):
-    """Helm 3/4 store a release as base64(gzip(json)) inside the Secret's (base64) data."""
-    if not data:
-        return None
-    try:
-        raw = base64.b64decode(base64.b64decode(data))
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        return json.loads(raw)
-    except (ValueError, OSError):
-        return None
-
-
-def latest_release_secret(cluster, namespace, release_name):
-    """The Secret of the newest revision of the Helm release ``release_name`` in ``namespace`` (Helm's storage:
-    Secrets labelled ``owner=helm,name=<release>``, ``version`` the revision), or None when there is none."""
-    secrets = cluster.items(path("v1", "secrets", namespace), labelSelector="owner=helm,name=%s" % release_name)
-    if not secrets:
-        return None
-    return max(secrets, key=lambda s: int(((s.get("metadata") or {}).get("labels") or {}).get("version", "0")))
-
-
-def helm_releases(cluster, namespace):
-    """The Helm releases recorded in ``namespace`` (Helm's storage: Secrets labelled ``owner=helm``),
-    the latest revision of each: [{name, namespace, revision, status, chart, chart_version, app_version}],
-    sorted by name. Reads no helm binary; works for Helm 3 and 4 (storage format v1). ``cluster``: a
-    kueue_cluster.Cluster (it lists page by page)."""
-    latest = {}
-    for secret in cluster.items(path("v1", "secrets", namespace), labelSelector="owner=helm", limit=500):
-        labels = (secret.get("metadata") or {}).get("labels") or {}
-        name = labels.get("name")
-        try:
-            revision = int(labels.get("version", "0"))
-        except ValueError:
-            continue
-        if name and (name not in latest or revision > latest[name][0]):
-            latest[name] = (revision, secret)
-    out = []
-    for name in sorted(latest):
-        revision, secret = latest[name]
-        release = decode_helm_release((secret.get("data") or {}).get("release")) or {}
-        chart = (release.get("chart") or {}).get("metadata") or {}
-        out.append({"name": name, "namespace": namespace, "revision": revision,
-                    "status": ((secret.get("metadata") or {}).get("labels") or {}).get("status"), "chart": chart.get("name"),
-                    "chart_version": chart.get("version"), "app_version": chart.get("appVersion")})
-    return out
 
 
 def expectation_checks(verifier, params, report):

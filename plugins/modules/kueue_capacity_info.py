@@ -139,13 +139,12 @@ from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
     AZURE_AUTH_ARGSPEC,
     AZURE_CONNECTION_ARGSPEC,
+    azure_error,
     require_azure_identity,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.capacity import gather
 from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import (
-    AZURE_MGMT_IMPORT_ERROR,
-    HAS_AZURE_MGMT,
-    AzureError,
+    azure_mgmt_import_error,
     read_managed_cluster,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error, missing_library
@@ -166,14 +165,15 @@ def main():
     params = module.params
     if params['resource_group'] or params['cluster_name']:
         require_azure_identity(module)
-        if not HAS_AZURE_MGMT:
-            module.fail_json(exception=str(AZURE_MGMT_IMPORT_ERROR), **missing_library(
+        azure_mgmt_error = azure_mgmt_import_error()
+        if azure_mgmt_error:
+            module.fail_json(exception=azure_mgmt_error, **missing_library(
                 'azure-mgmt-containerservice', reason='to read the agent pools of the AKS cluster; run `pip install '
                 '-r requirements.txt` from the kueueops.aks collection in the Python that runs the module'))
     api_client = module.api_client
     result = module.run(lambda: gather(api_client, params, read_managed_cluster), describe=lambda exc: (
         x.describe_azure_error(exc, 'reading the agent pools of cluster %s' % params['cluster_name'], params,
-                               [params.get('secret')]) if isinstance(exc, AzureError)
+                               [params.get('secret')]) if isinstance(exc, azure_error('AzureError'))
         else describe_kube_error(exc, host=module.host)).message())
     for found in result['findings']:
         if found['severity'] == 'warning':

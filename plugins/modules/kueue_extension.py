@@ -334,8 +334,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
     require_azure_identity,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import (
-    AZURE_MGMT_IMPORT_ERROR,
-    HAS_AZURE_MGMT,
+    azure_mgmt_import_error,
     KueueExtension,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import missing_library
@@ -369,8 +368,9 @@ def main():
     argument_spec.update(copy.deepcopy(AZURE_CONNECTION_ARGSPEC))
     module = KueueOpsModule(argument_spec, supports_check_mode=True)
     require_azure_identity(module)
-    if not HAS_AZURE_MGMT:
-        module.fail_json(exception=str(AZURE_MGMT_IMPORT_ERROR), **missing_library(
+    azure_mgmt_error = azure_mgmt_import_error()
+    if azure_mgmt_error:
+        module.fail_json(exception=azure_mgmt_error, **missing_library(
             'azure-mgmt-kubernetesconfiguration-extensions and azure-mgmt-containerservice',
             reason='to manage the AKS extension; run `pip install -r requirements.txt` from the kueueops.aks '
                    'collection in the Python that runs the module'))

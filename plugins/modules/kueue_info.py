@@ -135,7 +135,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils import install_method as im
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
-from ansible_collections.kueueops.aks.plugins.module_utils.verify import helm_releases
+from ansible_collections.kueueops.aks.plugins.module_utils.helm_storage import helm_releases
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 

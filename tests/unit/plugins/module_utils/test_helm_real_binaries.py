@@ -14,6 +14,7 @@ import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils import helm_runner as hr
 from ansible_collections.kueueops.aks.plugins.module_utils import helm_values as hv
+from ansible_collections.kueueops.aks.plugins.module_utils import manager_config as mc
 
 TOOLCHAIN = os.environ.get("KUEUEOPS_TOOLCHAIN", os.path.expanduser("~/.cache/kueueops/toolchain"))
 BINARIES = {
@@ -127,7 +128,7 @@ def test_rendered_values_take_effect_in_real_chart(major):
                               default_cfg)
     args, config = _template(binary, values)
     assert "--feature-gates=LocalQueueMetrics=true,TopologyAwareScheduling=true" in args
-    gates, frameworks = hv.effective_from_deployment(args, config)
+    gates, frameworks = mc.effective_from_deployment(args, config)
     assert gates == SEED_GATES
     assert frameworks == SEED_FRAMEWORKS
     cfg = yaml.safe_load(config)

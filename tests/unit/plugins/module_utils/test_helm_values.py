@@ -4,6 +4,7 @@ import pytest
 import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils import helm_values as hv
+from ansible_collections.kueueops.aks.plugins.module_utils import manager_config as mc
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 
 SEED_GATES = {"TopologyAwareScheduling": True, "LocalQueueMetrics": True}
@@ -217,27 +218,9 @@ def test_chart_default_config_yaml():
         hv.chart_default_config_yaml("foo: bar\n")
 
 
-def test_effective_from_deployment():
-    args = ["--config=/controller_manager_config.yaml", "--zap-log-level=2",
-            "--feature-gates=LocalQueueMetrics=true,TopologyAwareScheduling=false"]
-    cm = "apiVersion: config.kueue.x-k8s.io/v1beta2\nintegrations:\n  frameworks:\n  - batch/job\n  - ray.io/rayjob\n"
-    gates, frameworks = hv.effective_from_deployment(args, cm)
-    assert gates == {"LocalQueueMetrics": True, "TopologyAwareScheduling": False}
-    assert frameworks == ["batch/job", "ray.io/rayjob"]
-
-
-def test_effective_from_deployment_config_gates_and_defaults():
-    gates, frameworks = hv.effective_from_deployment(["--feature-gates", "A=T,B=0"], "")
-    assert gates == {"A": True, "B": False} and frameworks == ["batch/job"]
-    gates, frameworks = hv.effective_from_deployment([], "featureGates:\n  A: true\nintegrations: {}\n")
-    assert gates == {"A": True} and frameworks == ["batch/job"]
-    with pytest.raises(ValueError):
-        hv.parse_feature_gates_flag("A=maybe")
-
-
 def test_roundtrip_render_then_read_back():
     values = hv.render_values("0.19.2", SEED_GATES, SEED_FRAMEWORKS, {}, DEFAULT_019)
     flag = "--feature-gates=" + ",".join(
         "%s=%s" % (g["name"], str(g["enabled"]).lower()) for g in values["controllerManager"]["featureGates"])
-    gates, frameworks = hv.effective_from_deployment([flag], values["managerConfig"]["controllerManagerConfigYaml"])
+    gates, frameworks = mc.effective_from_deployment([flag], values["managerConfig"]["controllerManagerConfigYaml"])
     assert gates == SEED_GATES and frameworks == SEED_FRAMEWORKS

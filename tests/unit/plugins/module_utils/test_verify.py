@@ -318,21 +318,6 @@ def helm_secret(name, version, status, chart=None):
     return out
 
 
-def test_helm_releases_takes_the_latest_revision_of_each_release():
-    cluster = FakeCluster({SECRETS: [
-        helm_secret("kueue", 1, "superseded", {"name": "kueue", "version": "0.13.0", "appVersion": "v0.13.0"}),
-        helm_secret("kueue", 2, "deployed", {"name": "kueue", "version": "0.14.1", "appVersion": "v0.14.1"}),
-        helm_secret("broken", "x", "deployed"),
-        helm_secret("aaa", 3, "failed"),
-    ]})
-    assert verify.helm_releases(cluster, "kueue-system") == [
-        {"name": "aaa", "namespace": "kueue-system", "revision": 3, "status": "failed", "chart": None,
-         "chart_version": None, "app_version": None},
-        {"name": "kueue", "namespace": "kueue-system", "revision": 2, "status": "deployed", "chart": "kueue",
-         "chart_version": "0.14.1", "app_version": "v0.14.1"}]
-    assert cluster.queries == [(SECRETS, {"labelSelector": "owner=helm", "limit": 500})]
-
-
 def test_check_helm_release_reads_the_latest_revision():
     cluster = FakeCluster({SECRETS: [
         helm_secret("kueue", 1, "superseded", {"name": "kueue", "version": "0.13.0", "appVersion": "v0.13.0"}),
