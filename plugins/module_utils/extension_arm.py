@@ -222,9 +222,9 @@ class KueueExtension(ModuleRun):
     def get_extension(self):
         try:
             return self.ext.extensions.get(*self.ext_args()).as_dict()
-        except azure_error('ResourceNotFoundError'):
-            return None
         except azure_error('AzureError') as exc:
+            if isinstance(exc, azure_error('ResourceNotFoundError')):
+                return None
             raise self.azure(exc, 'reading extension %s' % self.p['name'])
 
     def remaining(self):
