@@ -12,50 +12,15 @@ Option names and AZURE_* environment fallbacks follow azure.azcollection.
 """
 
 import configparser
-import importlib
 import json
 import os
-import sys
-import traceback
 
 from urllib.parse import urlparse
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
 
+from ansible_collections.kueueops.aks.plugins.module_utils.azure_sdk import azure_import_error, azure_module
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-
-# The Azure SDK is imported when a module first needs it, not with the module: kueue_capacity_info without an AKS
-# cluster (every configure_queues run) and the other Kubernetes-only paths never load it (0.29 CPU s of a 0.78 s
-# kueue_capacity_info run, measured: README "CI time, per file"). azure_module() is the one place that imports it.
-_SDK_IMPORT_ERRORS = {}
-
-
-class _NotLoaded(Exception):
-    """Stands for an azure-core exception class while azure-core is not imported: none of its exceptions exists yet."""
-
-
-def azure_module(name):
-    """The Azure SDK module ``name`` (``azure.identity``, ``azure.mgmt.containerservice``...), imported on the first
-    call; None when it cannot be imported (``azure_import_error(name)`` has the traceback)."""
-    if name not in sys.modules and name not in _SDK_IMPORT_ERRORS:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            _SDK_IMPORT_ERRORS[name] = traceback.format_exc()
-    return sys.modules.get(name)
-
-
-def azure_import_error(name):
-    """The traceback of the failed import of ``name`` (after ``azure_module(name)`` returned None), else None."""
-    return _SDK_IMPORT_ERRORS.get(name)
-
-
-def azure_error(name):
-    """The azure-core exception class ``name`` (``AzureError``, ``HttpResponseError``...) for ``except`` and
-    ``isinstance``; without importing azure-core: until something imported it, no such exception can have been
-    raised, and a class nothing raises stands for it."""
-    module = sys.modules.get('azure.core.exceptions')
-    return getattr(module, name) if module is not None else _NotLoaded
 
 
 def _identity():

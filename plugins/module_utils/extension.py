@@ -22,7 +22,7 @@ import urllib.parse
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError, namespace_name_error, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils import versions
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import azure_error
+from ansible_collections.kueueops.aks.plugins.module_utils.azure_sdk import azure_error
 
 CLUSTER_RP = 'Microsoft.ContainerService'
 CLUSTER_RESOURCE = 'managedClusters'

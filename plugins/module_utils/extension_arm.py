@@ -20,12 +20,8 @@ import os
 
 from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
 from ansible_collections.kueueops.aks.plugins.module_utils import files
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
-    azure_error,
-    azure_import_error,
-    azure_module,
-    build_credential,
-)
+from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import build_credential
+from ansible_collections.kueueops.aks.plugins.module_utils.azure_sdk import azure_error, azure_import_error, azure_module
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     KUBE_AUTH_ARGSPEC,
@@ -45,7 +41,7 @@ try:
 except ImportError:  # reported (missing_library) when the kubeconfig is read
     yaml = None
 
-# The Azure management SDK this file uses, imported on first use (azure_auth.azure_module).
+# The Azure management SDK this file uses, imported on first use (azure_sdk.azure_module).
 AZURE_MGMT_MODULES = ('azure.core.exceptions', 'azure.core.rest', 'azure.mgmt.containerservice',
                       'azure.mgmt.kubernetesconfiguration.extensions')
 POLL_SECONDS = 2

@@ -139,9 +139,9 @@ from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
     AZURE_AUTH_ARGSPEC,
     AZURE_CONNECTION_ARGSPEC,
-    azure_error,
     require_azure_identity,
 )
+from ansible_collections.kueueops.aks.plugins.module_utils.azure_sdk import azure_error
 from ansible_collections.kueueops.aks.plugins.module_utils.capacity import gather
 from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import (
     azure_mgmt_import_error,

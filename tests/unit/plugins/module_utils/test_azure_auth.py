@@ -1,8 +1,6 @@
 import json
 import os
-import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -16,7 +14,7 @@ from azure.identity import (
 )
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kueueops.aks.plugins.module_utils import azure_auth
+from ansible_collections.kueueops.aks.plugins.module_utils import azure_sdk
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
     AZURE_AUTH_ARGSPEC,
     build_credential,
@@ -27,10 +25,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
     resolve_cloud,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import AZURE_MGMT_MODULES
 
-# .../collections/ansible_collections/kueueops/aks/plugins/module_utils/azure_auth.py -> .../collections
-COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(azure_auth.__file__), *[os.pardir] * 5))
 SUB = '00000000-0000-0000-0000-000000000001'
 TENANT = '00000000-0000-0000-0000-0000000000aa'
 
@@ -278,37 +273,8 @@ def test_require_azure_identity(monkeypatch):
     for name in [m for m in sys.modules if m == 'azure.identity' or m.startswith('azure.identity.')]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, 'meta_path', [NoAzureIdentity()] + sys.meta_path)
-    monkeypatch.setattr(azure_auth, '_SDK_IMPORT_ERRORS', {})
+    monkeypatch.setattr(azure_sdk, '_SDK_IMPORT_ERRORS', {})
     with pytest.raises(SystemExit):
         require_azure_identity(module)
     assert 'azure-identity' in module.failed['msg'] and 'pip install azure-identity' in module.failed['msg']
     assert 'ImportError' in module.failed['exception'] and "'azure.identity'" in module.failed['exception']
-
-
-def test_azure_error_stands_in_until_azure_core_is_imported(monkeypatch):
-    from azure.core.exceptions import AzureError, HttpResponseError
-    assert azure_auth.azure_error('AzureError') is AzureError
-    assert azure_auth.azure_error('HttpResponseError') is HttpResponseError
-    monkeypatch.delitem(sys.modules, 'azure.core.exceptions')
-    stand_in = azure_auth.azure_error('AzureError')
-    assert stand_in is not AzureError and issubclass(stand_in, Exception)
-    assert not isinstance(AzureError('x'), stand_in)  # catches nothing but what cannot exist yet
-
-
-def test_the_kubernetes_only_modules_do_not_import_the_azure_sdk():
-    """kueue_capacity_info without resource_group/cluster_name, and every module that imports extension.py, load no
-    Azure SDK (0.29 CPU s of a kueue_capacity_info run, measured); the ARM path imports it when it connects."""
-    code = textwrap.dedent("""
-    import json, sys
-    from ansible_collections.kueueops.aks.plugins.modules import kueue_capacity_info, kueue_extension, kueue_drift_info
-    before = sorted(m for m in sys.modules if m == 'azure' or m.startswith('azure.'))
-    from ansible_collections.kueueops.aks.plugins.module_utils import extension_arm
-    error = extension_arm.azure_mgmt_import_error()
-    after = [m for m in extension_arm.AZURE_MGMT_MODULES if m in sys.modules]
-    print(json.dumps({'before': before, 'error': error, 'after': after}))
-    """)
-    env = dict(os.environ, PYTHONPATH=COLLECTIONS)
-    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, check=False)
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out == {'before': [], 'error': None, 'after': list(AZURE_MGMT_MODULES)}
