@@ -78,3 +78,48 @@ def test_every_module_has_its_action_plugin():
     modules = sorted(f[:-3] for f in os.listdir(MODULES) if f.endswith(".py"))
     actions = sorted(f[:-3] for f in os.listdir(os.path.join(REPO, "plugins", "action")) if f.endswith(".py"))
     assert actions == modules
+
+
+def test_gc_paused_turns_the_collector_off_for_the_block_and_gives_its_state_back():
+    import gc
+    assert gc.isenabled()
+    with role_hint.gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with role_hint.gc_paused():
+            raise RuntimeError("the task failed")
+    assert gc.isenabled()
+    gc.disable()  # a caller that had it off keeps it off
+    try:
+        with role_hint.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+class _Task:
+    action = "kueueops.aks.kueue_helm"
+
+    @staticmethod
+    def get_path():
+        return os.path.join(REPO, "roles", "kueue", "tasks", "main.yml") + ":1"
+
+
+def test_the_action_runs_the_module_with_the_collector_paused(monkeypatch):
+    """RoleHintAction.run: ansible's normal action (which builds the payload and runs the module) sees the collector
+    off; it is on again after, with the hint added to a failure."""
+    import gc
+    seen = []
+
+    def normal_run(self, tmp=None, task_vars=None):
+        seen.append(gc.isenabled())
+        return {"failed": True, "msg": "binary_path: helm was not found"}
+
+    monkeypatch.setattr(role_hint.NormalAction, "run", normal_run)
+    action = object.__new__(role_hint.RoleHintAction)
+    action._task = _Task()
+    result = action.run(task_vars={})
+    assert seen == [False] and gc.isenabled()
+    assert "binary_path is kueue_helm_binary" in result["msg"]
