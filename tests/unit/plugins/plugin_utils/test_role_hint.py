@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import os
 
 import pytest
@@ -78,6 +79,9 @@ def test_every_module_has_its_action_plugin():
     modules = sorted(f[:-3] for f in os.listdir(MODULES) if f.endswith(".py"))
     actions = sorted(f[:-3] for f in os.listdir(os.path.join(REPO, "plugins", "action")) if f.endswith(".py"))
     assert actions == modules
+    for name in actions:  # each one the RoleHintAction, so each task gets the hint and the paused collector
+        action = importlib.import_module("ansible_collections.kueueops.aks.plugins.action." + name)
+        assert issubclass(action.ActionModule, role_hint.RoleHintAction), name
 
 
 def test_gc_paused_turns_the_collector_off_for_the_block_and_gives_its_state_back():
