@@ -10,7 +10,7 @@ A module task elsewhere (a user's own playbook) runs and fails exactly as withou
 
 They also run with Python's cyclic garbage collector paused (``gc_paused``). The task worker builds the module's
 AnsiballZ payload first: ansible-core parses every module_utils file the module imports into a syntax tree
-(``recursive_finder``, 150-500 KB of this collection's and 400 KB of ansible's own per module), and the many young
+(``recursive_finder``, 65-516 KB of this collection's and 400 KB of ansible's own per module), and the many young
 objects of those trees set the collector off again and again, though reference counting frees them all. Paused,
 a module task's worker used 0.10 to 0.31 CPU s less (site.yml's kueue_capacity_info 0.53 -> 0.23, kueue_queues 0.46
 -> 0.21; about 1 CPU s of a site.yml run of 8). The worker is a process forked for this one task; the collector's

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import importlib
 import os
 
@@ -85,7 +86,6 @@ def test_every_module_has_its_action_plugin():
 
 
 def test_gc_paused_turns_the_collector_off_for_the_block_and_gives_its_state_back():
-    import gc
     assert gc.isenabled()
     with role_hint.gc_paused():
         assert not gc.isenabled()
@@ -114,7 +114,6 @@ class _Task:
 def test_the_action_runs_the_module_with_the_collector_paused(monkeypatch):
     """RoleHintAction.run: ansible's normal action (which builds the payload and runs the module) sees the collector
     off; it is on again after, with the hint added to a failure."""
-    import gc
     seen = []
 
     def normal_run(self, tmp=None, task_vars=None):
