@@ -20,7 +20,7 @@ import os
 
 from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
 from ansible_collections.kueueops.aks.plugins.module_utils import files
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import build_credential
+from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import build_credential, require_azure_identity
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_sdk import azure_error, azure_import_error, azure_module
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
@@ -51,11 +51,23 @@ KUBE_TIMEOUT = 30
 
 def azure_mgmt_import_error():
     """Import the Azure management SDK (AZURE_MGMT_MODULES); None when it is there, else the traceback of the first
-    module that is not (the modules report it with missing_library)."""
+    module that is not (require_azure_sdk reports it)."""
     for name in AZURE_MGMT_MODULES:
         if azure_module(name) is None:
             return azure_import_error(name)
     return None
+
+
+def require_azure_sdk(module, libraries, reason):
+    """Fail the module, before anything is sent, with installation advice when azure-identity or the Azure management
+    SDK is missing: the one check of every module that calls ARM. `libraries` names the distributions the module
+    needs, `reason` what for."""
+    require_azure_identity(module)
+    error = azure_mgmt_import_error()
+    if error:
+        module.fail_json(exception=error, **missing_library(libraries, reason=(
+            '%s; run `pip install -r requirements.txt` from the kueueops.aks collection in the Python that runs the '
+            'module' % reason)))
 
 
 # ------------------------------------------------------------------ pure decisions

@@ -28,11 +28,9 @@ import copy
 try:
     import yaml
     HAS_YAML = True
-    YAML_IMPORT_ERROR = None
-except ImportError as _exc:  # pragma: no cover - exercised only without PyYAML
+except ImportError:  # pragma: no cover - exercised only without PyYAML
     yaml = None
     HAS_YAML = False
-    YAML_IMPORT_ERROR = _exc
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog

@@ -136,18 +136,11 @@ node_count:
 import copy
 
 from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
-    AZURE_AUTH_ARGSPEC,
-    AZURE_CONNECTION_ARGSPEC,
-    require_azure_identity,
-)
+from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import AZURE_AUTH_ARGSPEC, AZURE_CONNECTION_ARGSPEC
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_sdk import azure_error
 from ansible_collections.kueueops.aks.plugins.module_utils.capacity import gather
-from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import (
-    azure_mgmt_import_error,
-    read_managed_cluster,
-)
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error, missing_library
+from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import read_managed_cluster, require_azure_sdk
+from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
 
@@ -164,12 +157,7 @@ def main():
     module = KueueOpsModule(argument_spec, supports_check_mode=True)
     params = module.params
     if params['resource_group'] or params['cluster_name']:
-        require_azure_identity(module)
-        azure_mgmt_error = azure_mgmt_import_error()
-        if azure_mgmt_error:
-            module.fail_json(exception=azure_mgmt_error, **missing_library(
-                'azure-mgmt-containerservice', reason='to read the agent pools of the AKS cluster; run `pip install '
-                '-r requirements.txt` from the kueueops.aks collection in the Python that runs the module'))
+        require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools of the AKS cluster')
     api_client = module.api_client
     result = module.run(lambda: gather(api_client, params, read_managed_cluster), describe=lambda exc: (
         x.describe_azure_error(exc, 'reading the agent pools of cluster %s' % params['cluster_name'], params,

@@ -328,16 +328,8 @@ kubeconfig:
 import copy
 
 from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
-    AZURE_AUTH_ARGSPEC,
-    AZURE_CONNECTION_ARGSPEC,
-    require_azure_identity,
-)
-from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import (
-    azure_mgmt_import_error,
-    KueueExtension,
-)
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import missing_library
+from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import AZURE_AUTH_ARGSPEC, AZURE_CONNECTION_ARGSPEC
+from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import KueueExtension, require_azure_sdk
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
 
@@ -367,13 +359,8 @@ def main():
     argument_spec.update(copy.deepcopy(AZURE_AUTH_ARGSPEC))
     argument_spec.update(copy.deepcopy(AZURE_CONNECTION_ARGSPEC))
     module = KueueOpsModule(argument_spec, supports_check_mode=True)
-    require_azure_identity(module)
-    azure_mgmt_error = azure_mgmt_import_error()
-    if azure_mgmt_error:
-        module.fail_json(exception=azure_mgmt_error, **missing_library(
-            'azure-mgmt-kubernetesconfiguration-extensions and azure-mgmt-containerservice',
-            reason='to manage the AKS extension; run `pip install -r requirements.txt` from the kueueops.aks '
-                   'collection in the Python that runs the module'))
+    require_azure_sdk(module, 'azure-mgmt-kubernetesconfiguration-extensions and azure-mgmt-containerservice',
+                      reason='to manage the AKS extension')
     runner = KueueExtension(module.params, check_mode=module.check_mode, diff=module._diff, no_log=module.no_log,
                             no_log_values=module.no_log_values)
     # Never a traceback: a KueueOpsError names the option and the fix; anything unexpected is reported in one

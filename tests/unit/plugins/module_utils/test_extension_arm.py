@@ -1,8 +1,11 @@
 """module_utils/extension_arm.py: the decisions of kueue_extension on plain values (the ARM-facing proof is
 tests/integration/test_kueue_extension.py and test_extension_path.py, against the ARM emulator)."""
 
+import sys
+
 import pytest
 
+from ansible_collections.kueueops.aks.plugins.module_utils import azure_sdk
 from ansible_collections.kueueops.aks.plugins.module_utils import extension_arm as ea
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import KUBE_AUTH_ARGSPEC
@@ -208,3 +211,55 @@ def test_missing_libraries(monkeypatch):
     with pytest.raises(ModuleFailure) as err:
         runner.kueue_deployments()
     assert err.value.result == dict(msg='no kubernetes', exception='trace')
+
+
+class Refuse:
+    """A meta path finder that refuses `names` and their submodules, as a Python without them installed does."""
+
+    def __init__(self, *names):
+        self.names = names
+
+    def find_spec(self, name, path=None, target=None):
+        if any(name == n or name.startswith(n + '.') for n in self.names):
+            raise ImportError('No module named %r' % name)
+
+
+class Failing:
+    """What require_azure_sdk needs of a module: fail_json, recorded."""
+
+    def __init__(self):
+        self.failed = None
+
+    def fail_json(self, **kwargs):
+        self.failed = kwargs
+        raise SystemExit(1)
+
+
+def without(monkeypatch, *names):
+    """`names` really not importable: gone from sys.modules, refused by the import system, no cached outcome."""
+    for name in [m for m in sys.modules if any(m == n or m.startswith(n + '.') for n in names)]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, 'meta_path', [Refuse(*names)] + sys.meta_path)
+    monkeypatch.setattr(azure_sdk, '_SDK_IMPORT_ERRORS', {})
+
+
+def test_require_azure_sdk_names_the_missing_library_and_the_fix(monkeypatch):
+    module = Failing()
+    ea.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
+    assert module.failed is None  # everything installed: nothing said
+    without(monkeypatch, 'azure.mgmt.containerservice')
+    with pytest.raises(SystemExit):
+        ea.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
+    msg = module.failed['msg']
+    assert 'azure-mgmt-containerservice' in msg, msg
+    assert 'to read the agent pools; run `pip install -r requirements.txt` from the kueueops.aks collection in the ' \
+           'Python that runs the module' in msg, msg
+    assert "'azure.mgmt.containerservice'" in module.failed['exception']
+
+
+def test_require_azure_sdk_asks_for_azure_identity_first(monkeypatch):
+    module = Failing()
+    without(monkeypatch, 'azure.identity', 'azure.mgmt.containerservice')
+    with pytest.raises(SystemExit):
+        ea.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
+    assert 'azure-identity' in module.failed['msg'] and "'azure.identity'" in module.failed['exception']
