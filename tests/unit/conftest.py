@@ -31,3 +31,28 @@ def no_default_kubeconfig(monkeypatch, tmp_path):
     for name in list(os.environ):
         if name.startswith('K8S_AUTH_'):
             monkeypatch.delenv(name)
+
+
+class _Refuse:
+    """A meta path finder that refuses `names` and their submodules, as a Python without them installed does."""
+
+    def __init__(self, names):
+        self.names = names
+
+    def find_spec(self, name, path=None, target=None):
+        if any(name == n or name.startswith(n + '.') for n in self.names):
+            raise ImportError('No module named %r' % name)
+
+
+@pytest.fixture
+def azure_sdk_missing(monkeypatch):
+    """``azure_sdk_missing('azure.identity', ...)`` makes those Azure SDK modules really not importable for the test:
+    gone from sys.modules, refused by the import system, and module_utils/azure_sdk.py's remembered outcomes cleared."""
+    from ansible_collections.kueueops.aks.plugins.module_utils import azure_sdk
+
+    def refuse(*names):
+        for name in [m for m in sys.modules if any(m == n or m.startswith(n + '.') for n in names)]:
+            monkeypatch.delitem(sys.modules, name)
+        monkeypatch.setattr(sys, 'meta_path', [_Refuse(names)] + sys.meta_path)
+        monkeypatch.setattr(azure_sdk, '_SDK_IMPORT_ERRORS', {})
+    return refuse

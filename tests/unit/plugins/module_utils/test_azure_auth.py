@@ -1,6 +1,5 @@
 import json
 import os
-import sys
 
 import pytest
 
@@ -14,7 +13,6 @@ from azure.identity import (
 )
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kueueops.aks.plugins.module_utils import azure_sdk
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
     AZURE_AUTH_ARGSPEC,
     build_credential,
@@ -258,22 +256,10 @@ def test_get_azure_session(monkeypatch):
     assert 'b' not in module.failed['msg'].split()
 
 
-class NoAzureIdentity:
-    """A meta path finder that refuses azure.identity, as a Python without azure-identity installed does."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == 'azure.identity' or name.startswith('azure.identity.'):
-            raise ImportError('No module named %r' % name)
-
-
-def test_require_azure_identity(monkeypatch):
+def test_require_azure_identity(azure_sdk_missing):
     module = FakeModule(params())
     require_azure_identity(module)
-    # The import really fails: azure.identity gone from sys.modules and refused by the import system.
-    for name in [m for m in sys.modules if m == 'azure.identity' or m.startswith('azure.identity.')]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setattr(sys, 'meta_path', [NoAzureIdentity()] + sys.meta_path)
-    monkeypatch.setattr(azure_sdk, '_SDK_IMPORT_ERRORS', {})
+    azure_sdk_missing('azure.identity')  # the import really fails
     with pytest.raises(SystemExit):
         require_azure_identity(module)
     assert 'azure-identity' in module.failed['msg'] and 'pip install azure-identity' in module.failed['msg']

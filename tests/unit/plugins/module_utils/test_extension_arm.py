@@ -1,11 +1,8 @@
 """module_utils/extension_arm.py: the decisions of kueue_extension on plain values (the ARM-facing proof is
 tests/integration/test_kueue_extension.py and test_extension_path.py, against the ARM emulator)."""
 
-import sys
-
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import azure_sdk
 from ansible_collections.kueueops.aks.plugins.module_utils import extension_arm as ea
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import KUBE_AUTH_ARGSPEC
@@ -213,17 +210,6 @@ def test_missing_libraries(monkeypatch):
     assert err.value.result == dict(msg='no kubernetes', exception='trace')
 
 
-class Refuse:
-    """A meta path finder that refuses `names` and their submodules, as a Python without them installed does."""
-
-    def __init__(self, *names):
-        self.names = names
-
-    def find_spec(self, name, path=None, target=None):
-        if any(name == n or name.startswith(n + '.') for n in self.names):
-            raise ImportError('No module named %r' % name)
-
-
 class Failing:
     """What require_azure_sdk needs of a module: fail_json, recorded."""
 
@@ -235,19 +221,11 @@ class Failing:
         raise SystemExit(1)
 
 
-def without(monkeypatch, *names):
-    """`names` really not importable: gone from sys.modules, refused by the import system, no cached outcome."""
-    for name in [m for m in sys.modules if any(m == n or m.startswith(n + '.') for n in names)]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setattr(sys, 'meta_path', [Refuse(*names)] + sys.meta_path)
-    monkeypatch.setattr(azure_sdk, '_SDK_IMPORT_ERRORS', {})
-
-
-def test_require_azure_sdk_names_the_missing_library_and_the_fix(monkeypatch):
+def test_require_azure_sdk_names_the_missing_library_and_the_fix(azure_sdk_missing):
     module = Failing()
     ea.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
     assert module.failed is None  # everything installed: nothing said
-    without(monkeypatch, 'azure.mgmt.containerservice')
+    azure_sdk_missing('azure.mgmt.containerservice')
     with pytest.raises(SystemExit):
         ea.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
     msg = module.failed['msg']
@@ -257,9 +235,9 @@ def test_require_azure_sdk_names_the_missing_library_and_the_fix(monkeypatch):
     assert "'azure.mgmt.containerservice'" in module.failed['exception']
 
 
-def test_require_azure_sdk_asks_for_azure_identity_first(monkeypatch):
+def test_require_azure_sdk_asks_for_azure_identity_first(azure_sdk_missing):
     module = Failing()
-    without(monkeypatch, 'azure.identity', 'azure.mgmt.containerservice')
+    azure_sdk_missing('azure.identity', 'azure.mgmt.containerservice')
     with pytest.raises(SystemExit):
         ea.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
     assert 'azure-identity' in module.failed['msg'] and "'azure.identity'" in module.failed['exception']
