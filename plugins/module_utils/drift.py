@@ -331,7 +331,7 @@ def extension_differences(extension, settings, version=None):
         if want.get(key, _MISSING) != have.get(key, _MISSING):
             out.append({'source': 'extension settings', 'key': key, 'declared': _shown(want.get(key, _MISSING)),
                         'live': _shown(have.get(key, _MISSING))})
-    if version:
+    if version and str(version).strip().lower() != 'latest':  # latest: the installed minor's newest (release_train)
         have_version = ext.normalize_version(props.get('version') or props.get('currentVersion'))
         if ext.normalize_version(version) != have_version:
             out.append({'source': 'extension version', 'key': 'kueue_extension_version', 'declared': version,
@@ -393,9 +393,9 @@ def check_params(params):
         raise KueueOpsError('%r is not a Kueue version' % version, field='version',
                             fix='give the declared chart version (0.19.2), latest, or omit it')
     ext_version = params.get('extension_version')
-    if ext_version and versions.parse(ext_version, patch=True) is None:
+    if ext_version and str(ext_version).strip().lower() != 'latest' and versions.parse(ext_version, patch=True) is None:
         raise KueueOpsError('%r is not a version of the extension' % ext_version, field='extension_version',
-                            fix="give the pinned version in AKS's form (0.19.2-aks.0.4.4), or omit it")
+                            fix="give the pinned version in AKS's form (0.19.2-aks.0.4.4), latest, or omit it")
     if params.get('values_files'):
         load_values_files(params['values_files'])
     problems = hv.detect_misnested_values(params.get('values') or {})

@@ -21,7 +21,7 @@ import re
 import urllib.parse
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError, namespace_name_error, scrub
-from ansible_collections.kueueops.aks.plugins.module_utils import versions
+from ansible_collections.kueueops.aks.plugins.module_utils import release_train, versions
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_sdk import azure_error
 
 CLUSTER_RP = 'Microsoft.ContainerService'
@@ -86,11 +86,11 @@ def validate_params(params):
     if problem is not None:
         raise problem
     version = params.get('version')
-    if version is not None and versions.parse(version, patch=True) is None:
+    if version is not None and str(version).strip() != 'latest' and versions.parse(version, patch=True) is None:
         raise KueueOpsError('%r is not a version of the extension' % version, field='version',
                             fix='give an exact version in AKS\'s form such as 0.19.6-aks.0.4.4 (see the extension '
                                 'type\'s versions with '
-                                '`az k8s-extension extension-types list-versions-by-cluster`), or omit it to '
+                                '`az k8s-extension extension-types list-versions-by-cluster`), latest, or omit it to '
                                 'follow release_train')
     mode = params.get('auto_upgrade_mode')
     if mode == 'none' and version is None:
@@ -110,6 +110,70 @@ def validate_params(params):
     if overlap:
         raise KueueOpsError('%s set both as a setting and as a protected setting' % ', '.join(sorted(overlap)),
                             field='configuration_protected_settings', fix='give each key in one of the two only')
+
+
+def installed_version(current):
+    """The Kueue extension version on the cluster (``currentVersion``, else the pinned ``version``), None when there
+    is no extension or it is Failed (it is created again)."""
+    if current is None or is_failed(current):
+        return None
+    props = _props(current)
+    return normalize_version(props.get('currentVersion') or props.get('version'))
+
+
+def follows_train_warning(params, current):
+    """The warning for an extension that follows its release train (no version: ``autoUpgradeMinorVersion`` on), as
+    the options ask or as it is left; None when it is pinned."""
+    if params.get('version'):
+        return None
+    return ('extension %s follows release train %s with autoUpgradeMinorVersion on: AKS upgrades it to a new Kueue '
+            'minor by itself, without the plan, the verified backup and the checks of %s. The kueue role pins the '
+            'extension (kueue_extension_version: latest, the newest patch of the installed minor) unless '
+            'kueue_extension_auto_upgrade_minor_version is true' % (params.get('name'), params.get('release_train'),
+                                                                     release_train.UPGRADE_PLAYBOOK))
+
+
+def resolve_version(params, current, offered):
+    """``(version, notices)``: the exact version the options pin, by the release train's rules (release_train);
+    ``version`` None when the extension follows its train. ``offered``: the versions ARM offers the cluster (None
+    when they could not be listed). ``latest`` is the newest good offered patch of the installed minor (or of the
+    newest minor the catalog knows, on a fresh cluster); an exact version of another minor than the installed one
+    is refused unless ``allow_minor_change``; a known-broken Kueue release is refused."""
+    wanted = normalize_version(params.get('version'))
+    installed = installed_version(current)
+    notices = []
+    if wanted is None:
+        return None, notices
+    if wanted != 'latest':
+        release_train.check_not_broken(wanted, 'version')
+        if not params.get('allow_minor_change'):
+            release_train.check_minor(installed, wanted, 'version', variable='kueue_extension_version')
+        return wanted, notices
+    if offered is None:
+        if installed:
+            return installed, ['the versions the release train offers could not be listed: the extension stays at '
+                               'the installed %s' % installed]
+        raise KueueOpsError('version latest needs the versions release train %s offers the cluster, and ARM did not '
+                            'list them' % params.get('release_train'), field='version',
+                            fix='pin an exact version (AKS\'s form, such as 0.19.6-aks.0.4.4), or run again once ARM '
+                                'answers')
+    newest = (release_train.good(offered) or [None])[0]
+    if installed:
+        notices.append(release_train.newer_minor_notice(installed, newest, variable='kueue_extension_version'))
+        same = release_train.good(offered, minor=release_train.minor_of(installed))
+        chosen = same[0] if same else installed
+        if versions.parse(chosen).core < versions.parse(installed).core:
+            chosen = installed  # never a downgrade: ARM offered an older packaging only
+    else:
+        chosen = release_train.newest_known(offered)
+        if chosen is None:
+            raise KueueOpsError('release train %s offers no good version of a Kueue minor this collection knows '
+                                '(offered: %s)' % (params.get('release_train'), ', '.join(offered) or 'none'),
+                                field='version', fix='pin one of the offered versions, or update the kueueops.aks '
+                                                     'collection')
+        notices.append(release_train.unknown_minor_notice(newest, chosen))
+    notices.append(release_train.release_notes_notice(chosen))
+    return chosen, [n for n in notices if n]
 
 
 def upgrade_properties(params):

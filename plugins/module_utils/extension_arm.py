@@ -452,6 +452,8 @@ class KueueExtension(ModuleRun):
     def present(self, cluster, current):
         p = self.p
         result = dict(changed=False, operation='none', changes=[], preflight={'ran': False})
+        self.resolve(current, result)
+        p = self.p
         if p['list_versions']:
             result['offered_versions'] = self.list_versions()
         before = x.diff_view(extension=current) if current is not None else {}
@@ -478,6 +480,23 @@ class KueueExtension(ModuleRun):
         if p['return_kubeconfig']:
             result['kubeconfig'] = self.kubeconfig_dict()
         return result
+
+    def resolve(self, current, result):
+        """The version by the release train's rules (extension.resolve_version): ``latest`` becomes the exact version
+        pinned, a pin of another minor or a broken release is refused before anything is written; the notices join
+        the warnings and the result."""
+        latest = x.normalize_version(self.p.get('version')) == 'latest'
+        version, notices = x.resolve_version(self.p, current, self.offered_versions() if latest else ())
+        self.p = dict(self.p, version=version)
+        if self.p['preflight']:  # the role's read-only uses of the module (no version, no preflight) say nothing
+            notices.append(x.follows_train_warning(self.p, current))
+        result['notices'] = [n for n in notices if n]
+        self.warnings.extend(result['notices'])
+        installed = x.installed_version(current)
+        if installed:
+            result['installed_version'] = installed
+        if version:
+            result['version'] = version
 
     def write(self, operation, current, changes):
         p = self.p

@@ -51,8 +51,9 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import CRD_PLURALS, GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path as api_path
 from ansible_collections.kueueops.aks.plugins.module_utils.module import ModuleRun
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_crds import crd_state, kueue_crds
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier, kueue_apiservices
-from ansible_collections.kueueops.aks.plugins.module_utils import versions
+from ansible_collections.kueueops.aks.plugins.module_utils import release_train, versions
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until, watch_until
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
@@ -256,6 +257,7 @@ class KueueHelm(ModuleRun):
         self.api = None  # the ApiClient, once run() builds it
         self.cluster = None  # the Cluster on it (kueue_cluster)
         self.server_version = None
+        self.notices = []  # what the release train says about the version chosen (release_train)
 
     # ------------------------------------------------------------ helpers
     @staticmethod
@@ -306,21 +308,84 @@ class KueueHelm(ModuleRun):
                                       % (newest or "unknown: helm found no release"))
             raise error
 
-    def resolve_version(self, runner):
+    def resolve_version(self, runner, installed=None):
+        """The chart version to install, by the release train's rules (release_train): ``installed`` is the chart
+        version of the release on the cluster (None for a fresh one, and for the upgrade plan's target). A pinned
+        version is checked (not known-broken; the installed minor unless ``allow_minor_change``) before the
+        registry is asked; ``latest`` stays on the installed minor, or takes the newest good patch of the newest
+        minor the catalog knows. The notices (a newer minor published, a minor known from its release notes only)
+        join the warnings and ``self.notices``."""
         ref, wanted = self.p["chart_ref"], (self.p["chart_version"] or "latest").strip()
         if ref.startswith("oci://"):
             split_oci_ref(ref)  # a tag or digest in the reference, or no repository: refused before helm runs
-            version = None if wanted == "latest" else check_semver(wanted)
-            chart = self.show_oci_chart(runner, version)
-            found = str(chart.get("version") or "")
-            if not found:
-                raise KueueOpsError("the chart helm found at %s has no version" % ref, field="chart_ref",
-                                    fix="point chart_ref at the Kueue chart's repository")
-            return found if version is None else version
-        if not os.path.exists(ref):
-            raise KueueOpsError("%s is neither an oci:// reference nor an existing chart path" % ref,
-                                field="chart_ref", fix="give oci://REGISTRY/REPO/kueue or a chart folder/.tgz")
-        return local_chart_version(ref, wanted, runner.show_chart(ref))
+            if wanted != "latest":
+                version = check_semver(wanted)
+                self.check_pin(version, installed)
+                self.show_oci_chart(runner, version)
+                return version
+            newest = self.chart_version_found(self.show_oci_chart(runner))
+            version = self.latest_of_train(runner, newest, installed)
+        else:
+            if not os.path.exists(ref):
+                raise KueueOpsError("%s is neither an oci:// reference nor an existing chart path" % ref,
+                                    field="chart_ref", fix="give oci://REGISTRY/REPO/kueue or a chart folder/.tgz")
+            version = local_chart_version(ref, wanted, runner.show_chart(ref))
+            self.check_pin(version, installed)
+        self.notice(release_train.release_notes_notice(version))
+        return version
+
+    def check_pin(self, version, installed):
+        """Refuse a known-broken version, and one of another minor than the installed one unless allowed; allowed,
+        refuse it while a Kueue CRD still records objects stored at a version the target does not serve."""
+        release_train.check_not_broken(version, "chart_version")
+        if not self.p.get("allow_minor_change"):
+            release_train.check_minor(installed, version, "chart_version")
+        elif installed and release_train.minor_of(installed) != release_train.minor_of(version):
+            error = release_train.stored_versions_error([crd_state(c) for c in kueue_crds(self.cluster)], version,
+                                                        "chart_version")
+            if error is not None:
+                raise error
+
+    def chart_version_found(self, chart):
+        found = str(chart.get("version") or "")
+        if not found:
+            raise KueueOpsError("the chart helm found at %s has no version" % self.p["chart_ref"], field="chart_ref",
+                                fix="point chart_ref at the Kueue chart's repository")
+        return found
+
+    def latest_of_train(self, runner, newest, installed):
+        """``latest``: ``newest`` (helm's latest) when it is good and allowed, else the newest good patch of the
+        installed minor, or, on a fresh cluster, of the newest minor the catalog knows that the registry has."""
+        if installed and release_train.minor_of(installed):
+            minor = release_train.minor_of(installed)
+            self.notice(release_train.newer_minor_notice(installed, newest))
+            if release_train.minor_of(newest) == minor and not release_train.broken(newest):
+                return newest
+            chosen = self.newest_of_minor(runner, minor)
+            if chosen is None:
+                raise KueueOpsError(
+                    "%s publishes no good release of the installed minor %s (installed: %s)"
+                    % (self.p["chart_ref"], minor, installed), field="chart_version",
+                    fix="pin the installed version %s, or mirror a %s.x chart into the registry" % (installed, minor))
+            return chosen
+        if release_train.newest_known([newest]) == newest:
+            return newest
+        for minor in release_train.known_minors_newest_first():
+            if release_train.is_newer_minor(minor, newest):
+                continue  # a minor the catalog knows and the registry has not published yet
+            chosen = self.newest_of_minor(runner, minor)
+            if chosen is not None:
+                self.notice(release_train.unknown_minor_notice(newest, chosen))
+                return chosen
+        raise KueueOpsError("%s publishes no good release of a Kueue minor this collection knows (newest: %s)"
+                            % (self.p["chart_ref"], newest), field="chart_version",
+                            fix="pin a version, or point chart_ref at a registry holding a known minor (%s)"
+                            % ", ".join(release_train.known_minors_newest_first()))
+
+    def notice(self, text):
+        if text and text not in self.notices:
+            self.notices.append(text)
+            self.warnings.append(text)
 
     def count_kueue_objects(self):
         counts = {}
@@ -391,12 +456,14 @@ class KueueHelm(ModuleRun):
                                        plain_http=p["plain_http"]) or exc
 
     def newest_of_minor(self, runner, minor):
-        """The newest chart version of Kueue ``minor`` ('0.17') the oci:// chart_ref publishes, or None: helm
-        resolves the range as it resolves latest (the tags, the highest match, no pre-release)."""
+        """The newest good chart version of Kueue ``minor`` ('0.17') the oci:// chart_ref publishes, or None: helm
+        resolves the range as it resolves latest (the tags, the highest match, no pre-release), less the patches the
+        catalog knows as broken."""
         major, number = (int(x) for x in minor.split("."))
+        spec = ">=%d.%d.0 <%d.%d.0" % (major, number, major, number + 1)
+        spec += "".join(", !=%s" % bad for bad in release_train.broken_releases(minor))
         try:
-            chart = runner.show_chart(self.p["chart_ref"], ">=%d.%d.0 <%d.%d.0" % (major, number, major, number + 1),
-                                      plain_http=self.p["plain_http"], tls=self.tls)
+            chart = runner.show_chart(self.p["chart_ref"], spec, plain_http=self.p["plain_http"], tls=self.tls)
         except HelmError as exc:
             if "could not locate a version matching" in str(getattr(exc, "problem", exc)).lower():
                 return None  # helm's words (v3.19.5, v4.2.4) for a range no tag matches
@@ -413,8 +480,12 @@ class KueueHelm(ModuleRun):
         if extension and not p["allow_managed_extension"]:
             raise managed_extension_error(extension)
         self.login(runner)
-        version = self.resolve_version(runner)
+        current = self.release(runner)
+        version = self.resolve_version(runner, chart_version_of(current) if current else None)
         result["chart_version"] = version
+        if current:
+            result["installed_version"] = chart_version_of(current)
+        result["notices"] = list(self.notices)
         warning = version_warning(version)
         if warning:
             self.warnings.append(warning)
@@ -426,12 +497,16 @@ class KueueHelm(ModuleRun):
                 p["chart_ref"], version if p["chart_ref"].startswith("oci://") else None, plain_http=p["plain_http"],
                 tls=self.tls))
         user_values = deep_merge(file_values, p["values"] or {})
-        values = render_values(version, p.get("feature_gates"), p.get("integrations"), user_values, default_cfg)
+        notes = []
+        values = render_values(version, p.get("feature_gates"), p.get("integrations"), user_values, default_cfg,
+                               notes=notes)
+        for note in notes:
+            self.notice(note)
+        result["notices"] = list(self.notices)
         # What helm records as the release's user-supplied values: the files, then our rendered file.
         desired = normalize(values)
         result["values"] = desired
 
-        current = self.release(runner)
         before_values = normalize(runner.get_values(p["release_name"], p["release_namespace"])) if current else None
         before, after, changed = release_plan(current, before_values, version, desired)
         if self.diff_mode:

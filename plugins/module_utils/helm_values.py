@@ -243,7 +243,7 @@ def chart_default_config_yaml(chart_values_text):
     return cfg
 
 
-def render_values(version, feature_gates, integrations, user_values, default_manager_config_yaml):
+def render_values(version, feature_gates, integrations, user_values, default_manager_config_yaml, notes=None):
     """The values dict to hand to helm.
 
     * ``feature_gates`` -> ``controllerManager.featureGates`` (sorted list of {name, enabled}).
@@ -254,6 +254,11 @@ def render_values(version, feature_gates, integrations, user_values, default_man
       kept. When the user's values already carry a Configuration string without
       ``integrations.frameworks``, that Configuration is the base instead.
     * ``user_values`` are deep-merged underneath.
+
+    * A Configuration of the user's in an apiVersion the Kueue version no longer
+      decodes (the AKS document's config.kueue.x-k8s.io/v1beta1 for Kueue
+      0.20+) is converted as Kueue converts it (``config_for_release``), a line
+      added to ``notes``; what the conversion would drop is refused.
 
     Raises KueueOpsError for mis-nested values, a user value that the module's
     own option also sets, and gates set both on the command line and in the
@@ -284,7 +289,9 @@ def render_values(version, feature_gates, integrations, user_values, default_man
 
     if integrations is not None:
         rendered["managerConfig"] = {"controllerManagerConfigYaml": _render_config(
-            version, integrations, user_values, default_manager_config_yaml)}
+            version, integrations, user_values, default_manager_config_yaml, notes)}
+    else:
+        _convert_user_config(version, user_values, notes)
 
     final = deep_merge(user_values, rendered)
     conflict = detect_feature_gate_conflict(final, default_manager_config_yaml)
@@ -295,7 +302,7 @@ def render_values(version, feature_gates, integrations, user_values, default_man
     return final
 
 
-def _render_config(version, integrations, user_values, default_yaml):
+def _render_config(version, integrations, user_values, default_yaml, notes=None):
     if not isinstance(integrations, (list, tuple)) or not all(isinstance(n, str) for n in integrations):
         raise KueueOpsError("integrations must be a list of framework names", field="integrations")
     user_cfg_text = get_path(user_values, CONFIG_PATH)
@@ -323,15 +330,10 @@ def _render_config(version, integrations, user_values, default_yaml):
 
     rel = kueue_catalog.catalog_for(version)
     if rel is not None:
-        api = cfg.get("apiVersion")
-        if not from_user or not api:
+        if not from_user or not cfg.get("apiVersion"):
             cfg["apiVersion"] = rel.config_api_version
-        elif str(api).rsplit("/", 1)[-1] not in rel.config_api_versions_compiled:
-            raise KueueOpsError(
-                "values.managerConfig.controllerManagerConfigYaml has apiVersion %s, which Kueue %s does not "
-                "understand (it knows %s)" % (api, rel.minor, ", ".join(
-                    "config.kueue.x-k8s.io/" + v for v in rel.config_api_versions_compiled)),
-                field="values", fix="use apiVersion %s" % rel.config_api_version)
+        else:
+            cfg = config_for_release(rel, cfg, notes)
     cfg.setdefault("kind", "Configuration")
     ints = cfg.get("integrations")
     if not isinstance(ints, dict):
@@ -339,3 +341,80 @@ def _render_config(version, integrations, user_values, default_yaml):
     ints["frameworks"] = list(integrations)
     cfg["integrations"] = ints
     return yaml.safe_dump(cfg, default_flow_style=False, sort_keys=False)
+
+
+CONFIG_GROUP = "config.kueue.x-k8s.io"
+# What Kueue's own conversion of a Configuration from v1beta1 to v1beta2 drops (sigs.k8s.io/kueue v0.19.2,
+# apis/config/v1beta1/zz_generated.conversion.go "requires manual conversion: does not exist in peer-type", and
+# configuration_conversion.go, which converts nothing for them): the key, and what replaces it (the deprecation
+# notes of apis/config/v1beta1/configuration_types.go).
+CONFIG_V1BETA1_DROPPED = (
+    ("queueVisibility", "the visibility API (feature gate VisibilityOnDemand), which replaced it"),
+    ("integrations.podOptions", "managedJobsNamespaceSelector, which replaced it"),
+)
+# configuration_conversion.go: fairSharing and waitForPodsReady lose `enable` (absent or false drops the section),
+# with these defaults filled in when the section is enabled.
+_FAIR_SHARING_STRATEGIES = ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+_PODS_READY_TIMEOUT = "5m0s"  # apis/config/v1beta1/defaults.go defaultPodsReadyTimeout
+
+
+def config_v1beta1_to_v1beta2(cfg):
+    """A v1beta1 Configuration (a dict) as Kueue's conversion writes it in v1beta2; a KueueOpsError naming the
+    first key the conversion would drop."""
+    for key, instead in CONFIG_V1BETA1_DROPPED:
+        if get_path(cfg, key, MISSING) is not MISSING:
+            raise KueueOpsError(
+                "values.managerConfig.controllerManagerConfigYaml sets %s, which the config.kueue.x-k8s.io/v1beta2 "
+                "Configuration no longer has (Kueue's own conversion drops it)" % key, field="values",
+                fix="remove %s from the Configuration and use %s" % (key, instead))
+    out = copy.deepcopy(cfg)
+    out["apiVersion"] = CONFIG_GROUP + "/v1beta2"
+    for key in ("fairSharing", "waitForPodsReady"):
+        section = out.get(key)
+        if not isinstance(section, dict) or not section.get("enable"):
+            out.pop(key, None)
+            continue
+        section.pop("enable")
+        if key == "fairSharing" and not section.get("preemptionStrategies"):
+            section["preemptionStrategies"] = list(_FAIR_SHARING_STRATEGIES)
+        if key == "waitForPodsReady":
+            section.setdefault("timeout", _PODS_READY_TIMEOUT)
+            section.setdefault("blockAdmission", True)
+    return out
+
+
+def config_for_release(rel, cfg, notes=None):
+    """The user's Configuration ``cfg`` for Kueue minor ``rel`` (a catalog record): as it is when the manager decodes
+    its apiVersion; a v1beta1 one converted to v1beta2 (a line added to ``notes``) when only v1beta2 is decoded;
+    refused otherwise."""
+    api = str(cfg.get("apiVersion"))
+    compiled = rel.config_api_versions_compiled
+    if api.rsplit("/", 1)[-1] in compiled and api.startswith(CONFIG_GROUP + "/"):
+        return cfg
+    if api == CONFIG_GROUP + "/v1beta1" and "v1beta2" in compiled:
+        converted = config_v1beta1_to_v1beta2(cfg)
+        if notes is not None:
+            notes.append("values.managerConfig.controllerManagerConfigYaml is a config.kueue.x-k8s.io/v1beta1 "
+                         "Configuration, which the Kueue %s manager no longer decodes: it was converted to v1beta2 as "
+                         "Kueue converts it (apiVersion; fairSharing and waitForPodsReady without enable); write it "
+                         "as v1beta2 to silence this" % rel.minor)
+        return converted
+    raise KueueOpsError(
+        "values.managerConfig.controllerManagerConfigYaml has apiVersion %s, which Kueue %s does not understand (it "
+        "knows %s)" % (api, rel.minor, ", ".join(CONFIG_GROUP + "/" + v for v in compiled)),
+        field="values", fix="use apiVersion %s" % rel.config_api_version)
+
+
+def _convert_user_config(version, user_values, notes):
+    """The user's own Configuration string (no integrations option) checked and converted in place."""
+    text = get_path(user_values, CONFIG_PATH)
+    rel = kueue_catalog.catalog_for(version)
+    if rel is None or not isinstance(text, str) or not text.strip():
+        return
+    cfg = yaml.safe_load(text)
+    if not isinstance(cfg, dict) or not cfg.get("apiVersion"):
+        return
+    converted = config_for_release(rel, cfg, notes)
+    if converted is not cfg:
+        user_values["managerConfig"]["controllerManagerConfigYaml"] = yaml.safe_dump(
+            converted, default_flow_style=False, sort_keys=False)

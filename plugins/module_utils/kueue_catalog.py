@@ -82,6 +82,14 @@ class KueueRelease:
         # Facts taken from Kueue's CHANGELOG (config defaults that changed, configurations the manager refuses):
         # [{kind, name, text, ...}] (module_utils/upgrade.py applies them to a cluster).
         self.changelog = list(data.get("changelog") or [])
+        self.published_patches = list(data.get("published_patches") or self.patches_scanned)
+        self.broken_patches = dict(data.get("broken_patches") or {})
+        self.prerelease_only = bool(data.get("prerelease_only"))
+        self.prereleases = list(data.get("prereleases") or [])
+        self.chart_values = list(data.get("chart_values") or [])
+        self.crd_listed = list(data.get("crd_listed") or self.kueue_api_served)
+        self.unconfirmed = list(data.get("unconfirmed") or [])
+        self.release_notes_only = bool(data.get("release_notes_only"))
 
     def gate_names(self):
         return sorted(self.feature_gates)
@@ -192,6 +200,12 @@ def validate_feature_gates(version, gates):
         if name in BUILTIN_GATES:
             continue
         info = rel.feature_gates.get(name)
+        removed = removed_in(name, rel.minor) if info is None else None
+        if removed:
+            problems.append(
+                "feature gate %r was removed in Kueue %s (its last minor was %s), and the Kueue %s manager exits on "
+                "startup when it is set; remove it from feature_gates." % (name, removed[0], removed[1], rel.minor))
+            continue
         if info is None:
             problems.append(
                 "unknown feature gate %r for Kueue %s.%s Valid feature gates: %s."
@@ -209,6 +223,20 @@ def validate_feature_gates(version, gates):
                 % (name, info.stage, str(info.default).lower(), rel.minor, str(value).lower()))
     problems.extend(_dependency_problems(rel, gates))
     return problems
+
+
+def removed_in(name, minor):
+    """``(removed_in, last_minor)`` when feature gate ``name`` existed in a minor before ``minor`` and not since: the
+    first minor that no longer has it, and the last one that did; None otherwise."""
+    last = None
+    for known in known_minors():
+        if _vkey(known) > _vkey(minor):
+            break
+        if name in GENERATED[known]["feature_gates"]:
+            last = known
+        elif last is not None:
+            return known, last
+    return None
 
 
 def _dependency_problems(rel, gates):
@@ -239,6 +267,8 @@ def problems_fix(version, problems):
     each kind of problem found (an unknown name, a value that is not a boolean, a duplicate...)."""
     text = " ".join(problems)
     fixes = []
+    if "was removed in Kueue" in text:
+        fixes.append("remove the feature gates Kueue %s removed" % version)
     if "unknown " in text or "exists only from Kueue" in text:
         fixes.append("use names that Kueue %s knows" % version)
     if "must be true or false" in text or "must be a mapping" in text:

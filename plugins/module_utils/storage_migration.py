@@ -21,38 +21,12 @@ from ansible_collections.kueueops.aks.plugins.module_utils.apply import is_unrea
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_crds import (
+    CRD_API, crd_state, kueue_crds, needs_migration, storage_version)
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, parallel_map, path, size_pool
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline
 
-CRD_API = 'apiextensions.k8s.io/v1'
 FIELD_MANAGER = 'kueueops-storage-migration'
-
-
-def storage_version(crd):
-    """The version a CRD stores new writes at (``spec.versions[].storage``)."""
-    return next((v['name'] for v in (crd.get('spec') or {}).get('versions') or [] if v.get('storage')), None)
-
-
-def stored_versions(crd):
-    return list((crd.get('status') or {}).get('storedVersions') or [])
-
-
-def needs_migration(crd):
-    """Whether objects of this CRD may still be stored at another version than its storage version."""
-    return stored_versions(crd) != [storage_version(crd)]
-
-
-def crd_state(crd):
-    """What the plan and the module report of one CRD."""
-    return {'name': crd['metadata']['name'], 'storage_version': storage_version(crd),
-            'stored_versions': stored_versions(crd), 'needs_migration': needs_migration(crd)}
-
-
-def kueue_crds(cluster):
-    """Every CRD of Kueue's API group, by name."""
-    crds = cluster.items(path(CRD_API, 'customresourcedefinitions'))
-    return sorted((c for c in crds if (c.get('spec') or {}).get('group') == GROUP),
-                  key=lambda c: c['metadata']['name'])
 
 
 class MigrationInterrupted(KueueOpsError):

@@ -30,7 +30,7 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     yaml = None
 
-from ansible_collections.kueueops.aks.plugins.module_utils import manager_config
+from ansible_collections.kueueops.aks.plugins.module_utils import helm_values, manager_config
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog as catalog
 from ansible_collections.kueueops.aks.plugins.module_utils import versions
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
@@ -38,7 +38,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import Ap
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import (
     GROUP, KUEUE_KINDS, PLURALS, key_label, obj_key)
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import path
-from ansible_collections.kueueops.aks.plugins.module_utils.storage_migration import crd_state, kueue_crds
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_crds import crd_state, kueue_crds
 
 REFUSED, ACTION, INFO = 'refused', 'action', 'info'
 
@@ -249,6 +249,63 @@ def inventory_problems(hops, inventory, target):
     return problems
 
 
+def declared_problems(hops, declared, values, target):
+    """What the inventory declares that a hop's release no longer takes, as refusals naming the object or key and the
+    replacement: queue objects (``declared``: ``[(origin, document)]`` of kueue_resources and kueue_resources_src)
+    at a Kueue API version a hop's release does not serve; ``values`` (kueue_helm_values) whose Configuration is at a
+    version its manager no longer decodes, or whose ``controllerManager.featureGates`` sets a removed gate."""
+    problems = []
+    releases = [hop.target for hop in hops] or [target]
+    for release in releases:
+        rec = catalog.catalog_for(release)
+        for origin, doc in declared or ():
+            api = str((doc or {}).get('apiVersion') or '') if isinstance(doc, dict) else ''
+            group, _sep, version = api.rpartition('/')
+            if group == GROUP and version not in rec.kueue_api_served:
+                meta = doc.get('metadata') or {}
+                problems.append('%s %s (%s) is declared as %s, which Kueue %s no longer serves: declare it as %s/%s '
+                                '(kueueops.aks.kueue_queues converts the fields Kueue renamed; kubectl and GitOps do '
+                                'not)' % (doc.get('kind'), '/'.join(str(p) for p in (meta.get('namespace'),
+                                                                                   meta.get('name')) if p),
+                                          origin, api, rec.minor, GROUP, rec.kueue_api_storage))
+        problems.extend(_values_problems(rec, values or {}))
+    return _unique(problems)
+
+
+def _values_problems(rec, values):
+    problems = []
+    text = manager_config.get_path(values, 'managerConfig.controllerManagerConfigYaml')
+    cfg = yaml.safe_load(text) if isinstance(text, str) and text.strip() and yaml else None
+    if isinstance(cfg, dict) and cfg.get('apiVersion'):
+        notes = []
+        try:
+            helm_values.config_for_release(rec, cfg, notes)
+        except KueueOpsError as exc:
+            problems.append('kueue_helm_values: %s; Fix: %s' % (exc.problem, exc.fix))
+        if notes:
+            problems.append('kueue_helm_values: managerConfig.controllerManagerConfigYaml is a %s Configuration, which '
+                            'the Kueue %s manager no longer decodes: write it as %s/v1beta2 (as Kueue converts it: the '
+                            'apiVersion; fairSharing and waitForPodsReady without enable)'
+                            % (cfg['apiVersion'], rec.minor, helm_values.CONFIG_GROUP))
+    gates = manager_config.get_path(values, 'controllerManager.featureGates')
+    if isinstance(gates, list):
+        named = dict((g.get('name'), g.get('enabled')) for g in gates if isinstance(g, dict) and g.get('name'))
+        for name in sorted(named):
+            removed = catalog.removed_in(name, rec.minor)
+            if removed:
+                problems.append('kueue_helm_values: controllerManager.featureGates sets %s, which Kueue %s removed '
+                                '(the manager exits on startup): remove it' % (name, removed[0]))
+    return problems
+
+
+def _unique(items):
+    out = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
 def lost_fields(objects, source, target, convert):
     """Fields of live objects (read at ``source``) that the conversion to ``target`` would drop:
     ['ClusterQueue/x: spec.f ...'], with ``convert`` queues.convert."""
@@ -261,7 +318,8 @@ def lost_fields(objects, source, target, convert):
 
 
 def build(current, target, published, stored, inventory, live, objects_v1beta1=(), convert=None):
-    """The whole plan as data (see the module's RETURN)."""
+    """The whole plan as data (see the module's RETURN). ``inventory`` also carries what the inventory declares
+    (``declared`` queue documents, Helm ``values``) for ``declared_problems``."""
     plan = {'current_version': current, 'target_version': target, 'up_to_date': False, 'migrate_first': False,
             'hops': [], 'actions': [], 'refusals': []}
     migrate_first, hops, problems = plan_hops(current, target, published, stored)
@@ -275,6 +333,7 @@ def build(current, target, published, stored, inventory, live, objects_v1beta1=(
         prev = rec
     refusals.extend(a['text'] for a in plan['actions'] if a['severity'] == REFUSED)
     refusals.extend(inventory_problems(hops, inventory, target))
+    refusals.extend(declared_problems(hops, inventory.get('declared'), inventory.get('values'), target))
     if convert is not None and objects_v1beta1 and any(h.migrate for h in hops):
         for text in lost_fields(objects_v1beta1, 'v1beta1', catalog.catalog_for(target).kueue_api_storage,
                                 convert):
@@ -297,7 +356,9 @@ def lines(plan):
     out.append('Kueue %s -> %s in %d hop(s): %s'
                % (plan['current_version'], plan['target_version'], len(plan['hops']), ' -> '.join(path)))
     if plan['migrate_first']:
-        out.append('first: storage migration at %s (a Kueue CRD still lists an old version)' % plan['current_version'])
+        out.append('first: storage migration at %s - every Kueue object rewritten at %s and each CRD\'s '
+                   'storedVersions trimmed to it, before any hop (a Kueue CRD still lists an old version)'
+                   % (plan['current_version'], catalog.catalog_for(plan['current_version']).kueue_api_storage))
     for number, hop in enumerate(plan['hops'], 1):
         out.append('hop %d: %s -> %s%s (%s)' % (number, hop['from'], hop['to'],
                                                 ', then storage migration' if hop['migrate_storage'] else '',

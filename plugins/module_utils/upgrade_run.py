@@ -4,7 +4,7 @@
 the role read from ARM), the target and the published versions of each crossed minor (helm, through
 helm_install.KueueHelm's session, or the release train's offered versions), then upgrade.make_plan."""
 
-from ansible_collections.kueueops.aks.plugins.module_utils import queues, upgrade, versions
+from ansible_collections.kueueops.aks.plugins.module_utils import queues, release_train, upgrade, versions
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_install import KueueHelm
 from ansible_collections.kueueops.aks.plugins.module_utils.module import ModuleRun
@@ -19,7 +19,12 @@ class Planner(ModuleRun):
         self.run_command = run_command
 
     def inventory(self):
-        return {'feature_gates': self.p['feature_gates'] or {}, 'integrations': self.p['integrations']}
+        try:
+            declared = queues.load_inputs(self.p.get('resources'), self.p.get('src'))
+        except queues.LoadError as exc:
+            raise KueueOpsError(exc.text, field=exc.field, fix='give a readable YAML file or folder of Kueue manifests')
+        return {'feature_gates': self.p['feature_gates'] or {}, 'integrations': self.p['integrations'],
+                'declared': declared, 'values': self.p.get('values') or {}}
 
     def check_inputs(self, refuse):
         """Refuse what cannot be planned, before anything is contacted (``refuse(problem, field, fix)``)."""
@@ -83,11 +88,15 @@ class Planner(ModuleRun):
         offered = sorted(p['available_versions'], key=lambda v: versions.parse(v).core)
         target = p['target_version'].strip()
         if target == 'latest':
-            if not offered:
-                raise KueueOpsError('the release train offers no version to upgrade to', field='available_versions',
-                                    fix='check the release train (kueue_extension_release_train)')
-            target = offered[-1]
-        elif offered and target not in offered:
+            target = release_train.newest_known(offered)
+            if target is None:
+                raise KueueOpsError('the release train offers no good version of a Kueue minor this collection knows '
+                                    '(offered: %s)' % (', '.join(offered) or 'none'), field='available_versions',
+                                    fix='check the release train (kueue_extension_release_train), or update the '
+                                        'kueueops.aks collection')
+        else:
+            release_train.check_not_broken(target, 'target_version')
+        if offered and target not in offered:
             same = versions.same_release(offered, target)
             raise KueueOpsError('the release train does not offer %s (it offers %s)' % (target, ', '.join(offered)),
                                 field='target_version',
@@ -96,7 +105,7 @@ class Planner(ModuleRun):
                                 'give one of the offered versions, or latest')
 
         def published(minor):
-            return next((v for v in reversed(offered) if versions.parse(v).minor_text == minor), None)
+            return (release_train.good(offered, minor=minor) or [None])[0]
         plan = self.plan(p['current_version'], target, published, self.connect())
         return dict(plan, changed=False)
 

@@ -86,7 +86,7 @@ options:
     description: The declared configuration settings of the extension (C(kueue_extension_configuration_settings)).
     type: dict
   extension_version:
-    description: The declared pinned extension version (C(kueue_extension_version)); unset is not compared.
+    description: The declared pinned extension version (C(kueue_extension_version)); unset or V(latest) is not compared.
     type: str
 attributes:
   check_mode:

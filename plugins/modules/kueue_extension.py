@@ -92,7 +92,22 @@ options:
       - A version the release train does not offer is refused by the preflight (and by O(list_versions)) before
         anything is written; for a bare Kueue version (V(0.19.6)) the message names the offered version of that
         Kueue release.
+      - V(latest) pins the newest version the release train offers without crossing a Kueue minor - on an existing
+        extension, the newest offered patch of its installed minor (a newer minor offered is reported as a warning
+        and in RV(notices), with C(playbooks/upgrade.yml), which crosses it); on a fresh cluster, the newest offered
+        version of the newest minor this collection's catalog knows. The versions are listed from ARM for it.
+      - An exact version of another Kueue minor than the installed extension's fails before anything is written
+        unless O(allow_minor_change=true); so does a Kueue release the catalog knows as broken (0.20.0 to 0.20.5),
+        naming why and the first good patch.
+      - Without O(version), and with O(preflight) on, the module warns that AKS upgrades the extension's minor by
+        itself (C(autoUpgradeMinorVersion)).
     type: str
+  allow_minor_change:
+    description:
+      - Let an exact O(version) take the installed extension to another Kueue minor. The upgrade role sets it for
+        each hop of its plan, after a verified backup; an install should not.
+    type: bool
+    default: false
   auto_upgrade_mode:
     description:
       - Which automatic upgrades ARM applies (C(autoUpgradeMode)). With a pinned O(version) the default is V(none)
@@ -282,6 +297,24 @@ extension:
   sample: {name: kueue, properties: {extensionType: microsoft.kueue, releaseTrain: preview,
                                      currentVersion: 0.19.6-aks.0.4.4,
            provisioningState: Succeeded, extensionState: Available, scope: {cluster: {releaseNamespace: kueue-system}}}}
+version:
+  description: The exact version pinned (or that would be), after resolving V(latest).
+  returned: when O(state=present) and O(version) is given
+  type: str
+  sample: 0.19.6-aks.0.4.4
+installed_version:
+  description: The extension version on the cluster before the run (C(currentVersion)).
+  returned: when O(state=present) and the extension existed
+  type: str
+  sample: 0.18.4-aks.0.4.4
+notices:
+  description:
+    - What the release train says about the version, also given as warnings - a newer Kueue minor offered than the
+      installed one and the command that crosses it, a minor known to this collection from its release notes only,
+      or that the extension follows its release train and AKS upgrades its minor by itself.
+  returned: when O(state=present)
+  type: list
+  elements: str
 operation:
   description: What the module did (or would do in check mode).
   returned: always
@@ -342,6 +375,7 @@ def main():
         extension_type=dict(type='str', default=x.EXTENSION_TYPE),
         release_train=dict(type='str', default='preview'),
         version=dict(type='str'),
+        allow_minor_change=dict(type='bool', default=False),
         auto_upgrade_mode=dict(type='str', choices=list(x.AUTO_UPGRADE_MODES)),
         release_namespace=dict(type='str', default='kueue-system'),
         configuration_settings=dict(type='dict'),

@@ -74,8 +74,22 @@ options:
         call.
       - A pinned version the registry does not publish fails before any change, naming the newest it publishes.
       - For a local chart path, the chart's own version is used and V(latest) means that version.
+      - B(An installed Kueue never crosses a minor by accident.) When the release exists, V(latest) is the newest
+        patch of the installed minor that the registry publishes (a newer minor is reported as a warning and in
+        RV(notices), with the command that crosses it, C(playbooks/upgrade.yml)), and a pinned version of another
+        minor fails before any change unless O(allow_minor_change=true). On a fresh cluster V(latest) is the newest
+        patch of the newest minor this collection's catalog knows (a newer minor is never chosen).
+      - A patch the catalog knows as broken (Kueue 0.20.0 to 0.20.5) is never chosen by V(latest), and fails
+        before any change when pinned, naming why and the first good patch.
     type: str
     default: latest
+  allow_minor_change:
+    description:
+      - Let a pinned O(chart_version) take an installed Kueue to another minor. The upgrade role sets it for each
+        hop of its plan, after a verified backup; an install should not (C(playbooks/upgrade.yml) plans the
+        crossing, backs up and checks what each crossed minor requires).
+    type: bool
+    default: false
   plain_http:
     description:
       - Use plain HTTP to reach the OCI registry (local or air-gapped registries only).
@@ -243,6 +257,20 @@ chart_version:
   returned: always
   type: str
   sample: 0.19.2
+installed_version:
+  description: The chart version of the release before the run.
+  returned: when O(state=present) and the release existed
+  type: str
+  sample: 0.18.4
+notices:
+  description:
+    - What the release train says about the version chosen, also given as warnings; for example that a newer minor
+      than the installed one is published and the command that crosses it, or that a minor is known to this
+      collection from its release notes only.
+  returned: when O(state=present)
+  type: list
+  elements: str
+  sample: ["Kueue 0.19.2 is published, a newer minor than the installed 0.18.4: this run stays on 0.18, ..."]
 release:
   description: The release after the run, as C(helm list) reports it.
   returned: when the release exists after the run
@@ -305,6 +333,7 @@ def main():
         timeout=dict(type="int", default=300, aliases=["wait_timeout"]),
         atomic=dict(type="bool", default=False),
         allow_managed_extension=dict(type="bool", default=False),
+        allow_minor_change=dict(type="bool", default=False),
         delete_namespace=dict(type="bool", default=False),
         **chart_argspec()
     )

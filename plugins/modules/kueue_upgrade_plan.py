@@ -28,7 +28,9 @@ description:
   - B(Refused) before anything is written, naming the option and the fix - a target older than the installed version,
     a minor the catalog does not know, a target the registry (or the release train) does not publish, a removed or
     locked gate or a removed integration that the inventory sets, gates and integrations that a hop's release does
-    not accept, a live object with a field the conversion would drop. The failure carries the whole plan.
+    not accept, a live object with a field the conversion would drop, a declared queue object (O(resources),
+    O(src)) or Helm values Configuration (O(values)) at an API version a hop's release no longer takes, a known-broken
+    target (Kueue 0.20.0 to 0.20.5). The failure carries the whole plan.
 author:
   - kueueops contributors (@kueueops)
 options:
@@ -109,6 +111,23 @@ options:
         changes the plan then lists as they affect the running manager.
     type: list
     elements: str
+  resources:
+    description:
+      - The queue configuration the inventory declares (C(kueue_resources)); an object at a Kueue API version a hop's
+        release no longer serves is refused, naming it and the version to declare it at.
+    type: list
+    elements: dict
+    default: []
+  src:
+    description: A YAML file or folder of the declared queue configuration (C(kueue_resources_src)), checked as O(resources).
+    type: path
+  values:
+    description:
+      - The Helm values the inventory sets (C(kueue_helm_values)); a Configuration at an apiVersion a hop's manager no
+        longer decodes (the AKS document's C(config.kueue.x-k8s.io/v1beta1) for Kueue 0.20 and later) or a removed
+        gate in C(controllerManager.featureGates) is refused, naming the key and the replacement.
+    type: dict
+    default: {}
 attributes:
   check_mode:
     support: full
@@ -209,6 +228,9 @@ def main():
         release_name=dict(type='str', default='kueue'),
         feature_gates=dict(type='dict', default={}),
         integrations=dict(type='list', elements='str'),
+        resources=dict(type='list', elements='dict', default=[]),
+        src=dict(type='path'),
+        values=dict(type='dict', default={}),
         **chart_argspec()
     ), supports_check_mode=True)
     module.check_namespace('kueue_namespace')

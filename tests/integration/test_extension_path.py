@@ -401,8 +401,26 @@ def test_upgrade_the_extension_hop_by_hop_on_its_own_version_form(clean, arm, ar
         # records of the extension's release, the extension in ARM.
         return live_normalised(kube, PLURALS), generations(kube), helm_records(kube), arm_control.extensions()
 
-    # Bad targets: refused before anything is written (no ARM write, no Kueue object, Helm record or backup).
+    # Issue 39: site.yml with the default kueue_extension_version (latest) stays on the installed minor, writes
+    # nothing and names the newer minor the train offers and upgrade.yml; a pin to it is refused before any write.
     before = untouched()
+    arm_control.clear_requests()
+    nightly = run(SITE, EXTENSION_INVENTORY, {"kueue_resources": CONFIG + AKS_QUEUE, "kueue_create_namespaces": True})
+    assert nightly.rc == 0 and nightly.changed == 0, nightly.stdout[-3000:]
+    created = nightly.result("Create or update the AKS managed Kueue extension")
+    assert (created["version"], created["installed_version"], created["operation"]) == (older, older, "none")
+    assert created["notices"][0].startswith("Kueue %s is published, a newer minor than the installed %s" % (
+        newest, older)) and "playbooks/upgrade.yml --check" in created["notices"][0], created["notices"]
+    assert any(created["notices"][0] in line for line in nightly.result("Report what was installed")["msg"])
+    pinned = run(SITE, EXTENSION_INVENTORY, {"kueue_extension_version": newest})
+    assert pinned.rc != 0, pinned.stdout[-3000:]
+    msg = pinned.failure_messages()[0]
+    assert msg.startswith("version: Kueue %s is installed, and %s would upgrade it to another minor" % (older, newest))
+    assert "playbooks/upgrade.yml -e kueue_extension_version=%s --check" % newest in msg, msg
+    assert "kueue_extension_version" in msg and "Traceback" not in pinned.stdout + pinned.stderr
+    assert arm_control.writes() == [] and untouched() == before
+
+    # Bad targets: refused before anything is written (no ARM write, no Kueue object, Helm record or backup).
     arm_control.clear_requests()
     for target, words in (
             ("0.16.0-aks.0.4.4", ["version: 0.16.0-aks.0.4.4 is not a version of microsoft.kueue offered",

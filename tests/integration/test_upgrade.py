@@ -224,6 +224,28 @@ def test_upgrade_018_with_the_example_configuration_a_failed_hop_rolled_back_the
                     for w in items)
     wait_for("two Workloads admitted by Kueue 0.18.4", lambda: sorted(states().values()) == [True, True])
     before_objects, before_states, before_helm = live_normalised(kube, plurals), states(), helm_revision(kube)
+
+    # Issue 39: the nightly site.yml with the default kueue_version (latest) stays on 0.18 - the release's chart
+    # version, nothing changed - and names the newer minor and the command that crosses it.
+    nightly = run_playbook(SITE, extravars=example, env=env)
+    assert nightly.rc == 0 and nightly.changed == 0, nightly.stdout[-3000:]
+    installed = nightly.result("Install or upgrade Kueue with Helm")
+    assert (installed["chart_version"], installed["installed_version"], installed["changed"]) == (
+        "0.18.4", "0.18.4", False)
+    notice = installed["notices"][0]
+    assert notice.startswith("Kueue 0.19.2 is published, a newer minor than the installed 0.18.4"), notice
+    assert "playbooks/upgrade.yml --check prints the plan" in notice and notice in installed["warnings"]
+    assert any(notice in line for line in nightly.result("Report what was installed")["msg"])
+    assert helm_revision(kube) == before_helm and manager_image(kube) == "v0.18.4"
+    # A pin to the next minor through the install entry point: refused before any write, naming upgrade.yml.
+    pinned = run_playbook(SITE, extravars=dict(example, kueue_version="0.19.2"), env=env)
+    assert pinned.rc != 0, pinned.stdout[-3000:]
+    msg = pinned.failure_messages()[0]
+    assert msg.startswith("chart_version: Kueue 0.18.4 is installed, and 0.19.2 would upgrade it to another minor"), msg
+    assert "playbooks/upgrade.yml -e kueue_version=0.19.2 --check" in msg and "kueue_version" in msg, msg
+    assert "Traceback" not in pinned.stdout + pinned.stderr
+    assert helm_revision(kube) == before_helm and live_normalised(kube, plurals) == before_objects
+
     extravars = {"kueue_version": "0.19.2", "kueue_backup_dir": str(tmp_path / "backups"), "kueue_helm_timeout": 15}
 
     # The hop to 0.19.2 never gets a ready manager; while helm waits (after the backup: the release has a new

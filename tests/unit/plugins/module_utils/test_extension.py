@@ -66,7 +66,7 @@ def test_settings_are_strings():
 @pytest.mark.parametrize('kw,field', [
     (dict(name='Kueue_1'), 'name'),
     (dict(release_namespace='Kueue System'), 'release_namespace'),
-    (dict(version='latest'), 'version'),
+    (dict(version='newest'), 'version'),
     (dict(auto_upgrade_mode='none'), 'auto_upgrade_mode'),
     (dict(release_train=' '), 'release_train'),
     (dict(release_train='nightly'), 'release_train'),
@@ -422,3 +422,57 @@ def test_version_offer_error_names_the_offered_form_of_the_same_kueue_release():
 @pytest.mark.parametrize('version', [None, '0.14.1', 'v0.14.1', ' 0.14.1 '])
 def test_version_offer_error_accepts_offered_or_unpinned(version):
     assert x.version_offer_error(dict(version=version, release_train='preview'), ['0.14.2', '0.14.1'], 'aks') is None
+
+
+# ----------------------------------------------------------------- the release train's rules (issue 39)
+OFFERED = ['0.19.2-aks.0.4.4', '0.18.6-aks.0.4.5', '0.18.4-aks.0.4.4', '0.17.0-aks.0.4.4']
+
+
+def pinned(version, **props):
+    return arm(dict(dict(version=version, currentVersion=version, autoUpgradeMinorVersion=False,
+                         provisioningState='Succeeded'), **props))
+
+
+def test_latest_on_an_existing_extension_pins_the_newest_patch_of_its_minor():
+    version, notices = x.resolve_version(params(version='latest'), pinned('0.18.4-aks.0.4.4'), OFFERED)
+    assert version == '0.18.6-aks.0.4.5'
+    assert len(notices) == 1 and notices[0].startswith('Kueue 0.19.2-aks.0.4.4 is published, a newer minor than the '
+                                                       'installed 0.18.4-aks.0.4.4')
+    # an extension that follows its train (no properties.version) is pinned at its installed minor
+    following = arm(dict(currentVersion='0.18.4-aks.0.4.4', autoUpgradeMinorVersion=True,
+                         provisioningState='Succeeded'))
+    assert x.resolve_version(params(version='latest'), following, OFFERED)[0] == '0.18.6-aks.0.4.5'
+    # never a downgrade, never a minor the train no longer offers: the installed version stays
+    assert x.resolve_version(params(version='latest'), pinned('0.16.2-aks.0.4.4'), OFFERED)[0] == '0.16.2-aks.0.4.4'
+    assert x.resolve_version(params(version='latest'), pinned('0.18.9-aks.0.4.4'), OFFERED)[0] == '0.18.9-aks.0.4.4'
+
+
+def test_latest_on_a_fresh_cluster_and_when_arm_cannot_list():
+    assert x.resolve_version(params(version='latest'), None, OFFERED + ['9.1.0-aks.0.5.0'])[0] == '0.19.2-aks.0.4.4'
+    failed = arm(dict(currentVersion='0.18.4-aks.0.4.4', provisioningState='Failed'))  # created again: fresh
+    assert x.resolve_version(params(version='latest'), failed, OFFERED)[0] == '0.19.2-aks.0.4.4'
+    version, notices = x.resolve_version(params(version='latest'), pinned('0.18.4-aks.0.4.4'), None)
+    assert version == '0.18.4-aks.0.4.4' and 'could not be listed' in notices[0]
+    with pytest.raises(KueueOpsError) as err:
+        x.resolve_version(params(version='latest'), None, None)
+    assert err.value.field == 'version' and 'Fix:' in err.value.message()
+    with pytest.raises(KueueOpsError) as err:
+        x.resolve_version(params(version='latest'), None, ['9.1.0-aks.0.5.0'])
+    assert err.value.field == 'version' and '9.1.0-aks.0.5.0' in err.value.problem
+
+
+def test_a_pin_of_another_minor_is_refused_unless_allowed():
+    with pytest.raises(KueueOpsError) as err:
+        x.resolve_version(params(version='0.19.2-aks.0.4.4'), pinned('0.18.4-aks.0.4.4'), OFFERED)
+    assert err.value.field == 'version' and 'playbooks/upgrade.yml -e kueue_extension_version=0.19.2-aks.0.4.4' in (
+        err.value.message())
+    assert x.resolve_version(params(version='0.19.2-aks.0.4.4', allow_minor_change=True), pinned('0.18.4-aks.0.4.4'),
+                             OFFERED) == ('0.19.2-aks.0.4.4', [])
+    assert x.resolve_version(params(version='0.18.6-aks.0.4.5'), pinned('0.18.4-aks.0.4.4'), OFFERED)[0] == (
+        '0.18.6-aks.0.4.5')
+    assert x.resolve_version(params(), pinned('0.18.4-aks.0.4.4'), OFFERED) == (None, [])  # follows the train
+
+
+def test_following_the_train_is_warned():
+    assert 'AKS upgrades it to a new Kueue minor by itself' in x.follows_train_warning(params(), None)
+    assert x.follows_train_warning(params(version='0.18.4-aks.0.4.4'), None) is None

@@ -299,6 +299,127 @@ def test_resolve_version():
     assert err.value.field == "chart_ref" and "has no version" in err.value.problem
 
 
+class Registry(FakeRunner):
+    """show_chart as helm resolves it against a registry publishing ``tags``: no version is the highest that is not a
+    pre-release; an exact version must be published; a range (``>=0.18.0 <0.19.0, !=0.18.1``) is the highest tag in
+    it. The decisions of resolve_version are unit-tested on it; the real helm is in tests/integration."""
+
+    def __init__(self, tags):
+        FakeRunner.__init__(self, {})
+        self.tags = tags
+
+    def show_chart(self, ref, version=None, plain_http=False, tls=None):
+        self.calls.append((ref, version))
+        key = hi.versions.parse
+
+        def matches(tag):
+            if version is None:
+                return key(tag).suffix == ""
+            if " " not in version:
+                return tag == version
+            ok = key(tag).suffix == ""
+            for term in version.replace(",", " ").split():
+                op, bound = term[:2].strip("0123456789."), term.lstrip("<>=!")
+                ok = ok and {">=": key(tag).core >= key(bound).core, "<": key(tag).core < key(bound).core,
+                             "!=": tag != bound}[op]
+            return ok
+        found = sorted((t for t in self.tags if matches(t)), key=lambda t: key(t).core)
+        if not found:
+            raise HelmError("Error: could not locate a version matching %s" % version if version and " " in version
+                            else 'Error: failed to perform "FetchReference" on source: %s:%s: not found' % (ref, version))
+        return {"version": found[-1]}
+
+
+@pytest.fixture
+def broken_020(monkeypatch):
+    monkeypatch.setattr(hi.release_train.catalog.catalog_for("0.20"), "broken_patches", dict(
+        ("0.20.%d" % n, {"reason": "its CRDs name the conversion webhook", "fixed_in": "0.20.6"}) for n in range(6)))
+
+
+def test_latest_on_an_installed_kueue_stays_on_its_minor_and_names_the_newer_one():
+    runner, _ = helm(chart_version="latest")
+    registry = Registry(["0.18.2", "0.18.4", "0.19.2", "0.20.0-rc.1"])
+    assert runner.resolve_version(registry, installed="0.18.2") == "0.18.4"  # a patch within the minor
+    assert [v for _ref, v in registry.calls] == [None, ">=0.18.0 <0.19.0"]
+    assert len(runner.notices) == 1 and runner.notices == runner.warnings
+    assert runner.notices[0].startswith("Kueue 0.19.2 is published, a newer minor than the installed 0.18.2")
+    assert "playbooks/upgrade.yml --check" in runner.notices[0]
+    runner, _ = helm(chart_version="latest")
+    assert runner.resolve_version(Registry(["0.18.4", "0.19.2"]), installed="0.19.2") == "0.19.2"
+    assert runner.notices == []
+
+
+def test_a_pin_of_another_minor_on_an_installed_kueue_is_refused_before_the_registry():
+    runner, _ = helm(chart_version="0.19.2")
+    registry = Registry(["0.18.4", "0.19.2"])
+    with pytest.raises(KueueOpsError) as err:
+        runner.resolve_version(registry, installed="0.18.4")
+    assert err.value.field == "chart_version" and "playbooks/upgrade.yml" in err.value.message()
+    assert registry.calls == []
+    runner, _ = helm(chart_version="0.19.2", allow_minor_change=True)  # the upgrade role's hop
+    runner.cluster = CrdListing(["v1beta2"])
+    assert runner.resolve_version(registry, installed="0.18.4") == "0.19.2"
+    runner, _ = helm(chart_version="0.18.2")  # a patch of the installed minor, down or up, is an install's business
+    assert runner.resolve_version(Registry(["0.18.2", "0.18.4"]), installed="0.18.4") == "0.18.2"
+
+
+class CrdListing:
+    """The Cluster call the check before a hop makes: the Kueue CRDs with these storedVersions."""
+
+    def __init__(self, stored):
+        self.stored = stored
+
+    def items(self, path):
+        return [{"metadata": {"name": "clusterqueues.kueue.x-k8s.io"},
+                 "spec": {"group": "kueue.x-k8s.io", "versions": [{"name": "v1beta2", "storage": True}]},
+                 "status": {"storedVersions": list(self.stored)}}]
+
+
+def test_a_hop_is_refused_while_a_crd_stores_a_version_the_target_does_not_serve():
+    runner, _ = helm(chart_version="0.20.6", allow_minor_change=True)
+    runner.cluster = CrdListing(["v1beta1", "v1beta2"])
+    registry = Registry(["0.19.2", "0.20.6"])
+    with pytest.raises(KueueOpsError) as err:
+        runner.resolve_version(registry, installed="0.19.2")
+    assert err.value.field == "chart_version" and "storedVersions of clusterqueues.kueue.x-k8s.io" in err.value.problem
+    assert registry.calls == []
+
+
+def test_broken_patches_are_never_chosen_and_refused_when_pinned(broken_020):
+    runner, _ = helm(chart_version="0.20.5")
+    registry = Registry(["0.19.2", "0.20.5"])
+    with pytest.raises(KueueOpsError) as err:
+        runner.resolve_version(registry)
+    assert "Kueue 0.20.5 is known to be broken" in err.value.message() and "pin 0.20.6" in err.value.message()
+    assert registry.calls == []
+    runner, _ = helm(chart_version="latest")  # fresh: 0.20.5 is the newest published, and broken
+    registry = Registry(["0.19.2", "0.20.4", "0.20.5"])
+    assert runner.resolve_version(registry) == "0.19.2"
+    assert ">=0.20.0 <0.21.0, !=0.20.0, !=0.20.1, !=0.20.2, !=0.20.3, !=0.20.4, !=0.20.5" in [
+        v for _ref, v in registry.calls]
+    runner, _ = helm(chart_version="latest")  # installed on a broken patch: latest takes the first good one
+    assert runner.resolve_version(Registry(["0.20.3", "0.20.6"]), installed="0.20.3") == "0.20.6"
+
+
+def test_latest_on_a_fresh_cluster_never_takes_a_minor_the_catalog_does_not_know():
+    runner, _ = helm(chart_version="latest")
+    registry = Registry(["0.18.4", "0.19.2", "9.1.0"])
+    assert runner.resolve_version(registry) == "0.19.2"
+    assert any("does not know 9.1" in n for n in runner.notices)
+    runner, _ = helm(chart_version="latest")
+    with pytest.raises(KueueOpsError) as err:
+        runner.resolve_version(Registry(["9.1.0"]))
+    assert err.value.field == "chart_version" and "no good release of a Kueue minor this collection knows" in (
+        err.value.problem)
+
+
+def test_latest_fails_when_the_installed_minor_is_not_published():
+    runner, _ = helm(chart_version="latest")
+    with pytest.raises(KueueOpsError) as err:
+        runner.resolve_version(Registry(["0.19.2"]), installed="0.17.0")
+    assert err.value.field == "chart_version" and "the installed minor 0.17" in err.value.problem
+
+
 def test_a_pinned_version_not_published_names_the_newest():
     runner, _ = helm(chart_version="0.1.0")
     fake = FakeRunner({None: {"version": "0.19.3"}})

@@ -224,3 +224,62 @@ def test_roundtrip_render_then_read_back():
         "%s=%s" % (g["name"], str(g["enabled"]).lower()) for g in values["controllerManager"]["featureGates"])
     gates, frameworks = mc.effective_from_deployment([flag], values["managerConfig"]["controllerManagerConfigYaml"])
     assert gates == SEED_GATES and frameworks == SEED_FRAMEWORKS
+
+
+# ----------------------------------------------------------------- the AKS document's v1beta1 Configuration (issue 39)
+AKS_DOC_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+integrations:
+  frameworks:
+    - batch/job
+    - ray.io/rayjob
+"""
+
+
+def test_the_aks_documents_v1beta1_configuration_is_converted_for_a_release_that_decodes_only_v1beta2():
+    notes = []
+    out = hv.render_values("0.20.6", None, None, {"managerConfig": {"controllerManagerConfigYaml": AKS_DOC_CONFIG}},
+                        None, notes=notes)
+    cfg = yaml.safe_load(out["managerConfig"]["controllerManagerConfigYaml"])
+    assert cfg == {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                   "integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}}
+    assert len(notes) == 1 and "converted to v1beta2" in notes[0] and "Kueue 0.20" in notes[0]
+    # 0.19 still decodes v1beta1: left as it is, nothing said
+    notes = []
+    out = hv.render_values("0.19.2", None, None, {"managerConfig": {"controllerManagerConfigYaml": AKS_DOC_CONFIG}},
+                        None, notes=notes)
+    assert out["managerConfig"]["controllerManagerConfigYaml"] == AKS_DOC_CONFIG and notes == []
+    # with the integrations option, the user's Configuration is the base: converted the same way
+    notes = []
+    out = hv.render_values("0.20.6", None, ["batch/job"], {"managerConfig": {"controllerManagerConfigYaml":
+                                                                          "apiVersion: config.kueue.x-k8s.io/v1beta1\n"
+                                                                          "kind: Configuration\n"}}, None, notes=notes)
+    assert yaml.safe_load(out["managerConfig"]["controllerManagerConfigYaml"])["apiVersion"] == (
+        "config.kueue.x-k8s.io/v1beta2") and notes
+
+
+def test_the_conversion_follows_kueues_own():
+    cfg = {"apiVersion": "config.kueue.x-k8s.io/v1beta1", "fairSharing": {"enable": True},
+           "waitForPodsReady": {"enable": False, "timeout": "10m"}, "manageJobsWithoutQueueName": True}
+    assert hv.config_v1beta1_to_v1beta2(cfg) == {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "manageJobsWithoutQueueName": True,
+        "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}}
+    assert hv.config_v1beta1_to_v1beta2({"waitForPodsReady": {"enable": True}})["waitForPodsReady"] == {
+        "timeout": "5m0s", "blockAdmission": True}
+    assert cfg["fairSharing"] == {"enable": True}  # the input is not changed
+
+
+@pytest.mark.parametrize("key, yaml_text, replacement", [
+    ("queueVisibility", "queueVisibility:\n  updateIntervalSeconds: 5\n", "VisibilityOnDemand"),
+    ("integrations.podOptions", "integrations:\n  podOptions:\n    namespaceSelector: {}\n",
+     "managedJobsNamespaceSelector"),
+])
+def test_what_the_conversion_drops_is_refused_naming_the_key(key, yaml_text, replacement):
+    text = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n" + yaml_text
+    with pytest.raises(KueueOpsError) as err:
+        hv.render_values("0.20.6", None, None, {"managerConfig": {"controllerManagerConfigYaml": text}}, None)
+    assert err.value.field == "values" and key in err.value.problem and replacement in err.value.fix
+    with pytest.raises(KueueOpsError) as err:
+        hv.render_values("0.20.6", None, None, {"managerConfig": {"controllerManagerConfigYaml":
+                                                                "apiVersion: config.kueue.x-k8s.io/v1alpha9\n"}}, None)
+    assert "does not understand" in err.value.problem

@@ -187,3 +187,13 @@ def test_problems_fix_says_what_to_change_for_each_kind_of_problem():
     assert problems_fix("0.19.2", twice) == "list each integration once"
     both = validate_integrations("0.19.2", ["batch/job", "batch/job", "example.com/nosuch"])
     assert problems_fix("0.19.2", both) == "use names that Kueue 0.19.2 knows; list each integration once"
+
+
+def test_a_removed_gate_is_refused_naming_the_release_that_removed_it():
+    assert cat.removed_in("HierarchicalCohorts", "0.20") == ("0.20", "0.19")
+    assert cat.removed_in("HierarchicalCohorts", "0.19") is None
+    assert cat.removed_in("NoSuchGate", "0.20") is None
+    problems = cat.validate_feature_gates("0.20.6", {"HierarchicalCohorts": True})
+    assert problems == ["feature gate 'HierarchicalCohorts' was removed in Kueue 0.20 (its last minor was 0.19), and "
+                        "the Kueue 0.20 manager exits on startup when it is set; remove it from feature_gates."]
+    assert cat.problems_fix("0.20.6", problems) == "remove the feature gates Kueue 0.20.6 removed"

@@ -16,13 +16,6 @@ def crd(stored, storage="v1beta2", name="clusterqueues.kueue.x-k8s.io"):
             "status": {"storedVersions": list(stored)}}
 
 
-@pytest.mark.parametrize("stored, needed", [(["v1beta1", "v1beta2"], True), (["v1beta1"], True),
-                                            (["v1beta2"], False)])
-def test_needs_migration(stored, needed):
-    assert sm.needs_migration(crd(stored)) is needed
-    assert sm.crd_state(crd(stored))["storage_version"] == "v1beta2"
-
-
 class Cluster(sm.Cluster):
     """A stand-in holding one CRD list and refusing every write (the run must not write in check mode)."""
 

@@ -111,3 +111,47 @@ def test_the_inventory_is_checked_against_every_hop_and_against_the_target_when_
         "kueue_feature_gates at 0.17.0", "kueue_feature_gates at 0.19.2"]
     assert upgrade.build("0.19.2", "0.19.2", LOCAL.get, {"v1beta2"}, {"integrations": ["batch/job"]}, {})[
         "refusals"] == []
+
+
+# ------------------------------------------------------------------ into 0.20 and later (issue 39)
+V1BETA1_CQ = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "team-a"}}
+V1BETA2_LQ = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+              "metadata": {"name": "lq", "namespace": "team-a"}}
+AKS_DOC_VALUES = {"managerConfig": {"controllerManagerConfigYaml": "apiVersion: config.kueue.x-k8s.io/v1beta1\n"
+                                                                   "kind: Configuration\n"}}
+
+
+def test_into_020_the_migration_and_the_trim_come_before_the_hop():
+    plan = upgrade.build("0.19.2", "0.20.6", dict(LOCAL, **{"0.20": "0.20.6"}).get, {"v1beta1", "v1beta2"}, {}, {})
+    assert plan["migrate_first"] is True and plan["refusals"] == []
+    assert [(h["from"], h["to"], h["migrate_storage"]) for h in plan["hops"]] == [("0.19.2", "0.20.6", False)]
+    lines = upgrade.lines(plan)
+    assert lines[1].startswith("first: storage migration at 0.19.2 - every Kueue object rewritten at v1beta2 and "
+                               "each CRD's storedVersions trimmed to it, before any hop")
+    assert lines.index(lines[1]) < next(i for i, line in enumerate(lines) if line.startswith("hop 1:"))
+    served = [a for a in plan["actions"] if a["kind"] == "api_not_served"]
+    assert served and served[0]["name"] == "v1beta1" and served[0]["minor"] == "0.20"
+
+
+def test_a_declared_v1beta1_configuration_is_refused_naming_the_object_and_the_key():
+    inventory = {"declared": [("resources[0]", V1BETA1_CQ), ("resources[1]", V1BETA2_LQ)], "values": AKS_DOC_VALUES,
+                 "feature_gates": {}}
+    plan = upgrade.build("0.19.2", "0.20.6", dict(LOCAL, **{"0.20": "0.20.6"}).get, {"v1beta2"}, inventory, {})
+    assert plan["refusals"] == [
+        "ClusterQueue team-a (resources[0]) is declared as kueue.x-k8s.io/v1beta1, which Kueue 0.20 no longer serves: "
+        "declare it as kueue.x-k8s.io/v1beta2 (kueueops.aks.kueue_queues converts the fields Kueue renamed; kubectl "
+        "and GitOps do not)",
+        "kueue_helm_values: managerConfig.controllerManagerConfigYaml is a config.kueue.x-k8s.io/v1beta1 "
+        "Configuration, which the Kueue 0.20 manager no longer decodes: write it as config.kueue.x-k8s.io/v1beta2 (as "
+        "Kueue converts it: the apiVersion; fairSharing and waitForPodsReady without enable)"]
+    # the same declarations are fine for a target that still serves and decodes v1beta1
+    assert upgrade.build("0.18.4", "0.19.2", LOCAL.get, {"v1beta2"}, inventory, {})["refusals"] == []
+
+
+def test_a_removed_gate_in_the_helm_values_or_the_inventory_is_refused():
+    values = {"controllerManager": {"featureGates": [{"name": "HierarchicalCohorts", "enabled": True}]}}
+    plan = upgrade.build("0.19.2", "0.20.6", dict(LOCAL, **{"0.20": "0.20.6"}).get, {"v1beta2"},
+                         {"values": values, "feature_gates": {"ObjectRetentionPolicies": True}}, {})
+    text = " ".join(plan["refusals"])
+    assert "controllerManager.featureGates sets HierarchicalCohorts, which Kueue 0.20 removed" in text
+    assert "ObjectRetentionPolicies" in text and "kueue_feature_gates" in text
