@@ -82,6 +82,17 @@ class KueueRelease:
         # Facts taken from Kueue's CHANGELOG (config defaults that changed, configurations the manager refuses):
         # [{kind, name, text, ...}] (module_utils/upgrade.py applies them to a cluster).
         self.changelog = list(data.get("changelog") or [])
+        # What only release notes give (issue 39), read as is; a minor generated from source has none of it, so
+        # every patch it scanned is published and good, it has no release candidate, every CRD version it lists is
+        # served and nothing of it is unconfirmed.
+        self.published_patches = list(data.get("published_patches", self.patches_scanned))
+        self.broken_patches = dict((str(k), dict(v)) for k, v in (data.get("broken_patches") or {}).items())
+        self.prerelease_only = bool(data.get("prerelease_only", False))
+        self.prereleases = list(data.get("prereleases") or [])
+        self.chart_values = [dict(v) for v in data.get("chart_values") or []]
+        self.crd_listed = list(data.get("crd_listed", self.kueue_api_served))
+        self.unconfirmed = list(data.get("unconfirmed") or [])
+        self.release_notes_only = bool(data.get("release_notes_only", False))
 
     def gate_names(self):
         return sorted(self.feature_gates)

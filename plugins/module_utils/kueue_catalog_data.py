@@ -1476,6 +1476,43 @@ GENERATED = {
         'patches_scanned': ['0.20.0'],
         'gate_min_patch': {},
         'framework_min_patch': {},
+        'published_patches': ['0.20.0'],
+        'prereleases': [],
+        'prerelease_only': False,
+        'broken_patches': {},
+        'gates_removed': {
+            'HierarchicalCohorts': {
+                'removed_in': '0.20',
+            },
+            'MultiKueueAllowInsecureKubeconfigs': {
+                'removed_in': '0.20',
+            },
+            'MultiKueueRedoAdmissionOnEvictionInWorker': {
+                'removed_in': '0.20',
+            },
+            'MultiKueueWaitForWorkloadAdmitted': {
+                'removed_in': '0.20',
+            },
+            'ObjectRetentionPolicies': {
+                'removed_in': '0.20',
+            },
+            'PropagateBatchJobLabelsToWorkload': {
+                'removed_in': '0.20',
+            },
+            'SchedulerLongRequeueInterval': {
+                'removed_in': '0.20',
+            },
+            'SchedulerTimestampPreemptionBuffer': {
+                'removed_in': '0.20',
+            },
+            'SkipFinalizersForPodsSuspendedByParent': {
+                'removed_in': '0.20',
+            },
+        },
+        'crd_listed': ['v1beta2'],
+        'chart_values': [],
+        'unconfirmed': [],
+        'release_notes_only': True,
         'changelog': [
             {
                 'kind': 'config_refused',

@@ -50,6 +50,15 @@ def test_020_is_the_019_record_with_what_its_changelog_says():
     assert cat.validate_feature_gates("0.20.0", {"HierarchicalCohorts": True})
 
 
+@pytest.mark.parametrize("minor", ["0.13", "0.16", "0.19"])
+def test_generated_minors_read_the_release_fields_as_their_defaults(minor):
+    rel = cat.catalog_for(minor)
+    assert not rel.release_notes_only and not rel.prerelease_only
+    assert rel.published_patches == rel.patches_scanned and rel.newest_patch in rel.published_patches
+    assert rel.broken_patches == {} and rel.prereleases == [] and rel.chart_values == [] and rel.unconfirmed == []
+    assert rel.crd_listed == rel.kueue_api_served
+
+
 @pytest.mark.parametrize("minor,api", [
     ("0.13", "config.kueue.x-k8s.io/v1beta1"), ("0.14", "config.kueue.x-k8s.io/v1beta1"),
     ("0.15", "config.kueue.x-k8s.io/v1beta2"), ("0.19", "config.kueue.x-k8s.io/v1beta2"),
