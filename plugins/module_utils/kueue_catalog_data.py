@@ -1898,5 +1898,340 @@ GENERATED = {
             },
         ],
     },
+    '0.21': {
+        'source': (
+            'Issue 39 of this collection and kubernetes-sigs/kueue issue #13957 ("drop v1beta1 '
+            'entirely in 0.21"); chart files of unknown release in the research index '
+            '(charts/kueue/values.schema.json at 6bbc5ee08a8c); derived from the 0.20 record: '
+            'no CHANGELOG-0.21.md, 0.21 tag, release page or release candidate was found, so '
+            "everything else is 0.20's. Unconfirmed: whether 0.21.0 is out, its release "
+            'candidates, the v1beta1 removal, values.schema.json and '
+            'managerConfig.structuredOverrides; see `unconfirmed`'
+        ),
+        'patch': '0.21.0',
+        'config_api_version': 'config.kueue.x-k8s.io/v1beta2',
+        'config_api_versions_compiled': ['v1beta2'],
+        'default_frameworks': [
+            'batch/job',
+            'kubeflow.org/mpijob',
+            'ray.io/rayjob',
+            'ray.io/rayservice',
+            'ray.io/raycluster',
+            'jobset.x-k8s.io/jobset',
+            'workload.codeflare.dev/appwrapper',
+            'trainer.kubeflow.org/trainjob',
+            'pod',
+            'deployment',
+            'statefulset',
+            'leaderworkerset.x-k8s.io/leaderworkerset',
+        ],
+        'frameworks': [
+            'batch/job',
+            'deployment',
+            'jobset.x-k8s.io/jobset',
+            'kubeflow.org/jaxjob',
+            'kubeflow.org/mpijob',
+            'kubeflow.org/paddlejob',
+            'kubeflow.org/pytorchjob',
+            'kubeflow.org/tfjob',
+            'kubeflow.org/xgboostjob',
+            'leaderworkerset.x-k8s.io/leaderworkerset',
+            'pod',
+            'ray.io/raycluster',
+            'ray.io/rayjob',
+            'ray.io/rayservice',
+            'sparkoperator.k8s.io/sparkapplication',
+            'statefulset',
+            'trainer.kubeflow.org/trainjob',
+            'workload.codeflare.dev/appwrapper',
+        ],
+        'feature_gates': {
+            'AdmissionFairSharing': (True, 'beta', False, '0.12'),
+            'AdmissionFairSharingAnchorAtQuotaReservation': (True, 'beta', False, '0.20'),
+            'AdmissionGatedBy': (True, 'beta', False, '0.17'),
+            'AssignQueueLabelsForPods': (True, 'beta', False, '0.17'),
+            'CleanupProvisioningRequestsOnEviction': (True, 'beta', False, '0.19'),
+            'ConcurrentAdmission': (False, 'alpha', False, '0.18'),
+            'ConfigurablePreemptions': (False, 'unknown', False, '0.20'),
+            'CustomMetricLabels': (False, 'alpha', False, '0.17'),
+            'DeferRayServiceFinalizationForRedisCleanup': (True, 'beta', False, '0.19'),
+            'DeploymentJobUIDLabel': (True, 'beta', False, '0.20'),
+            'DisableWaitForPodsReady': (False, 'alpha', False, '0.19'),
+            'DynamicQuotaOrchestration': (False, 'unknown', False, '0.20'),
+            'ElasticJobsViaWorkloadSlices': (True, 'beta', False, '0.13'),
+            'ElasticJobsViaWorkloadSlicesFlavorChangeFromZero': (False, 'unknown', False, '0.20'),
+            'ElasticJobsViaWorkloadSlicesForProvisioningRequests': (False, 'alpha', False, '0.20'),
+            'ElasticJobsViaWorkloadSlicesWithTAS': (False, 'alpha', False, '0.17'),
+            'EnforceProvisioningPodTemplateContents': (True, 'beta', False, '0.20'),
+            'FailureRecoveryPolicy': (False, 'alpha', False, '0.15'),
+            'FairSharingPreemptWithinNominal': (True, 'beta', False, '0.17'),
+            'FairSharingPrioritizeNonBorrowing': (True, 'beta', False, '0.17'),
+            'FairSharingReevaluatePreemptionCandidates': (False, 'alpha', False, '0.20'),
+            'FairSharingRefill': (False, 'alpha', False, '0.20'),
+            'FastQuotaReleaseInPodIntegration': (False, 'alpha', False, '0.17'),
+            'FinishOrphanedWorkloads': (True, 'beta', False, '0.18'),
+            'FlavorFungibility': (True, 'beta', False, '0.5'),
+            'FlavorFungibilityPreserveScanProgress': (True, 'beta', False, '0.19'),
+            'HighMaxParallelismWithinReconcile': (True, 'beta', False, '0.20'),
+            'KueueDRADeviceFeasibility': (False, 'alpha', False, '0.20'),
+            'KueueDRAIntegration': (True, 'beta', False, '0.18'),
+            'KueueDRAIntegrationConsumableCapacity': (False, 'alpha', False, '0.19'),
+            'KueueDRAIntegrationDeviceTaints': (False, 'unknown', False, '0.20'),
+            'KueueDRAIntegrationExtendedResource': (True, 'beta', False, '0.18'),
+            'KueueDRAIntegrationPartitionableDevices': (True, 'beta', False, '0.18'),
+            'KueueDRAIntegrationPrioritizedList': (False, 'alpha', False, '0.20'),
+            'KueueDRARejectWorkloadsWhenDRADisabled': (True, 'beta', False, '0.18'),
+            'LWSImmutableGroupSize': (True, 'beta', False, '0.19'),
+            'LocalQueueMetrics': (True, 'beta', False, '0.10'),
+            'ManagedJobsNamespaceSelectorAlwaysRespected': (True, 'GA', True, '0.13'),
+            'MetricForWorkloadCreationLatency': (True, 'beta', False, '0.18'),
+            'MetricsForCohorts': (True, 'beta', False, '0.18'),
+            'MultiKueue': (True, 'beta', False, '0.6'),
+            'MultiKueueAdaptersForCustomJobs': (True, 'beta', False, '0.14'),
+            'MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster': (False, 'alpha', False, '0.20'),
+            'MultiKueueClusterProfile': (False, 'alpha', False, '0.15'),
+            'MultiKueueIncrementalDispatcherConfig': (True, 'beta', False, '0.19'),
+            'MultiKueueIncrementalDispatcherRespectConfigOrder': (True, 'beta', False, '0.19'),
+            'MultiKueueKubeConfigPathValidation': (True, 'beta', False, '0.19'),
+            'MultiKueueManagerQuotaAutomation': (False, 'alpha', False, '0.18'),
+            'MultiKueueOrchestratedPreemption': (True, 'beta', False, '0.17'),
+            'MultiKueueRayInTreeAutoscaling': (False, 'unknown', False, '0.20'),
+            'MultiKueueRemoteSpecSync': (True, 'beta', False, '0.19'),
+            'MultiKueueReuseClientConnectionConfigForWorkers': (False, 'beta', False, '0.20'),
+            'PartialAdmission': (True, 'beta', False, '0.4'),
+            'PodGroupSchedulingShapeOrdering': (True, 'beta', False, '0.20'),
+            'PodIntegrationCountSucceededPodsAsReady': (True, 'beta', False, '0.20'),
+            'PodIntegrationValidateGroupOwner': (True, 'beta', False, '0.18'),
+            'PrioritizePreemptorWorkloads': (False, 'alpha', False, '0.19'),
+            'PriorityBoost': (False, 'alpha', False, '0.17'),
+            'PrioritySortingWithinCohort': (True, 'beta', False, '0.6'),
+            'QuotaCheckStrategy': (True, 'beta', False, '0.18'),
+            'RayServiceValidateUpgradeStrategy': (True, 'beta', False, '0.20'),
+            'ReclaimablePods': (True, 'beta', False, '0.15'),
+            'RecomputeAssignmentUponPreemptionTargetsOverlap': (True, 'beta', False, '0.19'),
+            'RejectUpdatesToCQWithInvalidOnFlavors': (True, 'beta', False, '0.18'),
+            'RemoveFinalizersWithStrictPatch': (True, 'beta', False, '0.17'),
+            'SchedulerLibraryIntegration': (False, 'alpha', False, '0.19'),
+            'SchedulingEquivalenceHashing': (True, 'beta', False, '0.17'),
+            'SchedulingEquivalenceHashingIgnorePodSetName': (True, 'beta', False, '0.20'),
+            'ShortWorkloadNames': (False, 'alpha', False, '0.17'),
+            'SkipAncestorCheckForDeletedWorkloads': (True, 'beta', False, '0.19'),
+            'SkipChildJobSuspension': (False, 'unknown', False, '0.20'),
+            'SkipReassignmentForPodOwnedWorkloads': (True, 'beta', False, '0.19'),
+            'SparkApplicationIntegration': (False, 'alpha', False, '0.17'),
+            'TASAssignmentsEncodingByHostnamePrefix': (True, 'beta', False, '0.19'),
+            'TASBalancedPlacement': (False, 'alpha', False, '0.15'),
+            'TASCacheNodeMatchResults': (True, 'beta', False, '0.19'),
+            'TASCacheTopologyTree': (True, 'beta', False, '0.19'),
+            'TASCachingRemainingResources': (True, 'beta', False, '0.19'),
+            'TASFailedNodeReplacement': (True, 'beta', False, '0.12'),
+            'TASFailedNodeReplacementFailFast': (True, 'beta', False, '0.13'),
+            'TASGroupedPodSetSlicing': (True, 'beta', False, '0.20'),
+            'TASHandleOverlappingFlavors': (True, 'beta', False, '0.18'),
+            'TASLeaderPodSetFeasibility': (False, 'unknown', False, '0.20'),
+            'TASMultiLayerTopology': (True, 'beta', False, '0.17'),
+            'TASNodeFeasibilityForAllLevels': (True, 'beta', False, '0.20'),
+            'TASPartialSlices': (True, 'beta', False, '0.20'),
+            'TASProfileMixed': (True, 'beta', False, '0.10'),
+            'TASRecomputeAssignmentWithinSchedulingCycle': (True, 'beta', False, '0.19'),
+            'TASRejectFalseUnconstrainedTopology': (False, 'unknown', False, '0.20'),
+            'TASReplaceMultipleFailedNodes': (False, 'alpha', False, '0.20'),
+            'TASReplaceNodeDueToNotReadyOverFixedTime': (False, 'deprecated', False, '0.17'),
+            'TASReplaceNodeOnNodeTaints': (True, 'beta', False, '0.17'),
+            'TASReplaceNodeOnPodTermination': (True, 'beta', False, '0.13'),
+            'TASRespectNodeAffinityPreferred': (False, 'alpha', False, '0.18'),
+            'TASTopologySpreading': (False, 'unknown', False, '0.20'),
+            'TASValidateWorkloadSliceSize': (True, 'beta', False, '0.19'),
+            'TLSOptions': (True, 'GA', True, '0.16'),
+            'TopologyAwareScheduling': (True, 'beta', False, '0.9'),
+            'UnadmittedWorkloadsExplicitStatus': (False, 'beta', False, '0.19'),
+            'UnadmittedWorkloadsObservability': (True, 'beta', False, '0.19'),
+            'ValidateRayAndSparkJobUpdates': (True, 'beta', False, '0.18'),
+            'VectorizedResourceRequests': (True, 'beta', False, '0.19'),
+            'VisibilityOnDemand': (True, 'beta', False, '0.6'),
+            'WaitForPodsReadyMaxNotReady': (False, 'alpha', False, '0.20'),
+            'WaitForPodsReadyUnscheduledTimeout': (False, 'unknown', False, '0.20'),
+            'WorkloadIdentifierAnnotations': (True, 'beta', False, '0.18'),
+            'WorkloadLevelWaitForPodsReady': (False, 'unknown', False, '0.20'),
+            'WorkloadPriorityClassDefaulting': (True, 'beta', False, '0.18'),
+            'WorkloadRequestUseMergePatch': (False, 'alpha', False, '0.14'),
+            'WorkloadValidateResourcesAreNonNegative': (True, 'beta', False, '0.19'),
+            'WorkloadValidationForPodSetMetadata': (True, 'beta', False, '0.19'),
+        },
+        'gate_dependencies': {
+            'AdmissionFairSharingAnchorAtQuotaReservation': ['AdmissionFairSharing'],
+            'ElasticJobsViaWorkloadSlicesWithTAS': ['ElasticJobsViaWorkloadSlices', 'TopologyAwareScheduling'],
+            'FlavorFungibilityPreserveScanProgress': ['FlavorFungibility'],
+            'KueueDRAIntegrationConsumableCapacity': ['KueueDRAIntegration'],
+            'KueueDRAIntegrationExtendedResource': ['KueueDRAIntegration'],
+            'KueueDRAIntegrationPartitionableDevices': ['KueueDRAIntegration'],
+            'SchedulerLibraryIntegration': ['TopologyAwareScheduling'],
+            'TASBalancedPlacement': ['TopologyAwareScheduling'],
+            'TASFailedNodeReplacement': ['TopologyAwareScheduling'],
+            'TASFailedNodeReplacementFailFast': ['TASFailedNodeReplacement', 'TopologyAwareScheduling'],
+            'TASHandleOverlappingFlavors': ['TopologyAwareScheduling'],
+            'TASMultiLayerTopology': ['TopologyAwareScheduling'],
+            'TASProfileMixed': ['TopologyAwareScheduling'],
+            'TASRecomputeAssignmentWithinSchedulingCycle': ['TopologyAwareScheduling'],
+            'TASReplaceNodeDueToNotReadyOverFixedTime': ['TASFailedNodeReplacement', 'TopologyAwareScheduling'],
+            'TASReplaceNodeOnNodeTaints': ['TopologyAwareScheduling'],
+            'TASReplaceNodeOnPodTermination': ['TASFailedNodeReplacement', 'TopologyAwareScheduling'],
+            'TASRespectNodeAffinityPreferred': ['TopologyAwareScheduling'],
+            'UnadmittedWorkloadsExplicitStatus': ['UnadmittedWorkloadsObservability'],
+        },
+        'crds': {
+            'admissionchecks.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'clusterqueues.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'cohorts.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'localqueues.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'multikueueclusters.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'multikueueconfigs.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'provisioningrequestconfigs.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'resourceflavors.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'topologies.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'workloadpriorityclasses.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'workloads.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+        },
+        'kueue_api_served': ['v1beta2'],
+        'kueue_api_storage': 'v1beta2',
+        'patches_scanned': ['0.21.0'],
+        'gate_min_patch': {},
+        'framework_min_patch': {},
+        'published_patches': [],
+        'prereleases': [],
+        'prerelease_only': True,
+        'broken_patches': {},
+        'gates_removed': {},
+        'crd_listed': ['v1beta2'],
+        'chart_values': [
+            {
+                'key': 'managerConfig.config',
+                'change': 'added',
+                'text': (
+                    'structured manager configuration (an object); a non-empty '
+                    'managerConfig.controllerManagerConfigYaml takes precedence over it, and setting '
+                    'that YAML string to "" migrates to the structured form'
+                ),
+                'source': (
+                    'charts/kueue/values.schema.json at 6bbc5ee08a8cfb28f67fc0a1f7c639cdc54d610e '
+                    '(release unconfirmed; issue 39 places values.schema.json in 0.21)'
+                ),
+                'unconfirmed': True,
+            },
+            {
+                'key': 'managerConfig.structuredOverrides',
+                'change': 'added',
+                'text': (
+                    'named by issue 39 as new in the 0.21 chart; the only values.schema.json found '
+                    'names managerConfig.config and managerConfig.controllerManagerConfigYaml, not '
+                    'structuredOverrides'
+                ),
+                'source': (
+                    'issue 39 of this collection only; not found in any kubernetes-sigs/kueue file of '
+                    'the research index'
+                ),
+                'unconfirmed': True,
+            },
+            {
+                'key': 'managerConfig.controllerManagerConfigYaml',
+                'change': 'moved',
+                'to': 'charts/kueue/files/manager-config.yaml',
+                'text': (
+                    "the chart's default Configuration lives in charts/kueue/files/manager-config.yaml "
+                    '(template kueue.managerConfigDefaults in templates/manager/_config.tpl) instead '
+                    'of this value, which remains an override'
+                ),
+                'source': (
+                    'charts/kueue/files/manager-config.yaml at e23211b7a804 and '
+                    'charts/kueue/templates/manager/_config.tpl at 15502ed2a447 (release unconfirmed; '
+                    'main ff69552 still has the default in values.yaml)'
+                ),
+                'unconfirmed': True,
+            },
+        ],
+        'unconfirmed': [
+            (
+                '0.21 releases: whether 0.21.0 is final by 2026-12-06 and the names of its release '
+                'candidates; issue 39 says "release candidates since November 2026, the final '
+                'planned for the end of November"; none was found'
+            ),
+            (
+                "v1beta1 removed from every Kueue CRD's spec.versions (crd_listed [v1beta2]): the "
+                'plan of issue #13957, not confirmed against a 0.21 CRD'
+            ),
+            (
+                "the chart's values.schema.json and managerConfig.structuredOverrides (issue 39): "
+                'a values.schema.json of unknown release was found (managerConfig.config, '
+                'managerConfig.controllerManagerConfigYaml); structuredOverrides was not'
+            ),
+            (
+                'feature gates, gate dependencies, integrations, default frameworks and the '
+                "Configuration apiVersion are 0.20's: no 0.21 source was read (the research index "
+                'also holds chart RBAC roles for a disaggregatedset kind, release unknown, not '
+                'added as an integration)'
+            ),
+        ],
+        'release_notes_only': True,
+        'changelog': [
+            {
+                'kind': 'note',
+                'name': 'v1beta1-removed',
+                'severity': 'action',
+                'text': (
+                    'Kueue 0.21 removes kueue.x-k8s.io/v1beta1 from its CRDs: the API server refuses '
+                    "the CRD update while any Kueue CRD's status.storedVersions still lists v1beta1, "
+                    'so every object must be stored as v1beta2 and storedVersions trimmed to [v1beta2] '
+                    'before the upgrade (unconfirmed: the plan of kubernetes-sigs/kueue#13957)'
+                ),
+                'source': (
+                    'kubernetes-sigs/kueue#13957 (description and comment of 2026-08-07); issue 39; '
+                    'unconfirmed against a 0.21 CRD'
+                ),
+            },
+            {
+                'kind': 'note',
+                'name': 'values-schema',
+                'severity': 'info',
+                'text': (
+                    'the Kueue 0.21 chart is said to ship a values.schema.json: Helm then refuses '
+                    'values of the wrong type under managerConfig before rendering (unconfirmed)'
+                ),
+                'source': 'issue 39; charts/kueue/values.schema.json at 6bbc5ee08a8c (release unconfirmed)',
+            },
+        ],
+    },
 }
 # END GENERATED

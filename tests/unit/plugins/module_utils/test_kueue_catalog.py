@@ -29,7 +29,7 @@ def test_minor_of(text, minor):
 
 
 def test_all_minors_present():
-    assert cat.known_minors() == ["0.13", "0.14", "0.15", "0.16", "0.17", "0.18", "0.19", "0.20"]
+    assert cat.known_minors() == ["0.13", "0.14", "0.15", "0.16", "0.17", "0.18", "0.19", "0.20", "0.21"]
 
 
 def test_020_is_the_019_record_with_what_its_changelog_says():
@@ -83,6 +83,23 @@ def test_020_release_train_from_its_release_notes():
     assert facts["WorkloadPriorityClassDefaulting"]["severity"] == "action"
     assert any("published_patches" in u for u in rel.unconfirmed)
     assert any("broken_patches" in u for u in rel.unconfirmed)
+
+
+def test_021_is_the_020_record_known_only_from_release_notes():
+    old, new = cat.catalog_for("0.20"), cat.catalog_for("0.21")
+    assert new.release_notes_only and new.prerelease_only and new.newest_patch == "0.21.0"
+    assert new.published_patches == [] and new.prereleases == [] and new.broken_patches == {}
+    assert new.crd_listed == ["v1beta2"] and new.kueue_api_served == ["v1beta2"] and new.kueue_api_storage == "v1beta2"
+    assert all(c == {"served": ["v1beta2"], "storage": "v1beta2"} for c in new.crds.values())
+    assert new.gate_names() == old.gate_names() and new.gate_dependencies == old.gate_dependencies
+    assert new.frameworks == old.frameworks and new.config_api_version == old.config_api_version
+    assert cat.GENERATED["0.21"]["gates_removed"] == {}
+    assert [f["name"] for f in new.changelog] == ["v1beta1-removed", "values-schema"]
+    keys = dict((v["key"], v) for v in new.chart_values)
+    assert keys["managerConfig.structuredOverrides"]["unconfirmed"] is True
+    assert keys["managerConfig.config"]["change"] == "added"
+    assert "no CHANGELOG-0.21.md" in new.source
+    assert new.unconfirmed and "#13957" in new.source
 
 
 @pytest.mark.parametrize("minor", ["0.13", "0.16", "0.19"])
