@@ -473,18 +473,52 @@ def load_existing(target=None):
     return text, i, j, ns.get("GENERATED", {})
 
 
+def _squash(value):
+    """A YAML fact as the catalog keeps it: strings with their line breaks and runs of blanks folded to one blank,
+    mapping keys and versions as strings, containers rebuilt (no YAML anchors shared between records)."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, dict):
+        return dict((str(k), _squash(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_squash(v) for v in value]
+    return value
+
+
+def _versions(values):
+    return [str(v) for v in values or []]
+
+
+def _gates_removed(entry, minor):
+    """``gates_removed`` of a changelog entry (a list of names, or {name: source}) as {name: {removed_in, source}}."""
+    removed = entry.get("gates_removed") or {}
+    if not isinstance(removed, dict):
+        removed = dict((name, None) for name in removed)
+    out = {}
+    for name in sorted(removed):
+        out[str(name)] = {"removed_in": minor}
+        if removed[name]:
+            out[str(name)]["source"] = _squash(str(removed[name]))
+    return out
+
+
 def apply_changelog(existing, facts):
     """Merge hack/kueue_changelog.yml (``facts``, parsed) into the records ``existing``: each minor's ``changelog``
     facts, and a whole record for a minor with ``derive_from`` (a minor the Go module proxy does not serve): the
-    named minor's generated record with the changes the CHANGELOG lists."""
+    named minor's record with the changes the CHANGELOG lists, plus what only release notes give (issue 39):
+    ``published_patches`` (final releases), ``prereleases``, ``prerelease_only``, ``broken_patches`` ({version:
+    {reason, fixed_in, source}}), ``gates_removed`` ({gate: {removed_in, source}}), ``crd_listed`` (versions in
+    spec.versions, served or not), ``chart_values``, ``unconfirmed`` and ``release_notes_only: True``. Minors are
+    derived in the order of ``facts``, so a minor may derive from one derived above it."""
     import copy
     for minor, entry in facts.items():
         minor = str(minor)
         if "derive_from" in entry:
             base = copy.deepcopy(existing[str(entry["derive_from"])])
+            patch = str(entry["patch"])
             rec = {
                 "source": " ".join(str(entry["source"]).split()),
-                "patch": str(entry["patch"]),
+                "patch": patch,
                 "config_api_version": base["config_api_version"],
                 "config_api_versions_compiled": list(entry.get("config_api_versions_compiled",
                                                                base["config_api_versions_compiled"])),
@@ -496,13 +530,13 @@ def apply_changelog(existing, facts):
                              for name in base["crds"]),
                 "kueue_api_served": list(entry["kueue_api_served"]),
                 "kueue_api_storage": entry["kueue_api_storage"],
-                "patches_scanned": [str(entry["patch"])],
+                "patches_scanned": [patch],
                 "gate_min_patch": {},
                 "framework_min_patch": {},
             }
-            removed = set(entry.get("gates_removed") or [])
+            gates_removed = _gates_removed(entry, minor)
             for name, gate in base["feature_gates"].items():
-                if name not in removed:
+                if name not in gates_removed:
                     rec["feature_gates"][name] = tuple(gate)
             for name, (default, stage, locked) in (entry.get("gates") or {}).items():
                 since = rec["feature_gates"][name][3] if name in rec["feature_gates"] else minor
@@ -510,8 +544,22 @@ def apply_changelog(existing, facts):
             rec["feature_gates"] = dict(sorted(rec["feature_gates"].items()))
             for name, deps in (entry.get("gate_dependencies") or {}).items():
                 rec["gate_dependencies"][name] = list(deps)
-            rec["gate_dependencies"] = dict((k, v) for k, v in sorted(rec["gate_dependencies"].items())
-                                            if k not in removed)
+            # A removed gate neither depends on anything nor is depended on any more.
+            rec["gate_dependencies"] = dict(
+                (k, [d for d in v if d not in gates_removed]) for k, v in sorted(rec["gate_dependencies"].items())
+                if k not in gates_removed and [d for d in v if d not in gates_removed])
+            published = entry.get("published_patches")
+            rec["published_patches"] = _versions(published) if published is not None else [patch]
+            rec["prereleases"] = _versions(entry.get("prereleases"))
+            rec["prerelease_only"] = bool(entry.get("prerelease_only", False))
+            rec["broken_patches"] = dict((str(v), _squash(dict(why)))
+                                         for v, why in sorted((entry.get("broken_patches") or {}).items(),
+                                                              key=lambda kv: _vkey(str(kv[0]))))
+            rec["gates_removed"] = gates_removed
+            rec["crd_listed"] = list(entry.get("crd_listed", entry["crd_served"]))
+            rec["chart_values"] = _squash(list(entry.get("chart_values") or []))
+            rec["unconfirmed"] = _squash(list(entry.get("unconfirmed") or []))
+            rec["release_notes_only"] = True
             existing[minor] = rec
         if entry.get("changelog"):
             existing[minor]["changelog"] = [dict((k, " ".join(v.split()) if isinstance(v, str) else v)

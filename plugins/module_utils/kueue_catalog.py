@@ -3,8 +3,7 @@
 """Facts about Kueue releases that kueue_helm validates against.
 
 Every per-minor record of GENERATED (in kueue_catalog_data.py, data only) was produced by
-``hack/gen_kueue_catalog.py`` from Kueue's own source, nothing was transcribed
-by hand:
+``hack/gen_kueue_catalog.py``, nothing in that file is typed by hand:
 
 * 0.13 .. 0.19: generated from every patch tag of kubernetes-sigs/kueue
   (``--git <clone> --all-patches 0.13 ... --all-patches 0.19``); the newest
@@ -13,8 +12,28 @@ by hand:
   later patch of the same minor.
 * The 0.19.2 output was cross-checked byte for byte against the Go module
   download ``sigs.k8s.io/kueue@v0.19.2`` (``--src`` mode).
+* 0.20 and 0.21 (``release_notes_only``): the Go module proxy serves neither, so
+  ``--changelog hack/kueue_changelog.yml`` derives them (0.20 from 0.19, 0.21
+  from 0.20) with what their release notes and source say; that file quotes a
+  source for every fact and lists what is unconfirmed, and each record carries
+  its ``source`` and ``unconfirmed``.
+  0.20: CHANGELOG-0.20.md (v0.20.0 section, at kueue 144402a) for the new and
+  changed gates, defaults and chart values; kube_features.go of kueue main at
+  ff69552 (2026-08-22) for the removed gates (with their PRs), the gate
+  dependencies and RecomputeAssignmentUponPreemptionTargetsOverlap; PR #14558
+  for v1beta1 unserved but still listed (``crd_listed``); issue #15340 for the
+  release candidates. Unconfirmed: the published patches 0.20.0 .. 0.20.6 and
+  the broken 0.20.0 .. 0.20.5 (kueue#18411, fixed in 0.20.6), from issue 39
+  only; gates the CHANGELOG names without a stage or default (off, stage
+  ``unknown``); the v1beta1 Configuration no longer compiled in.
+  0.21: 0.20's record with v1beta1 dropped from the CRDs (the plan of kueue
+  issue #13957) and the chart values a values.schema.json of unknown release
+  shows; ``prerelease_only`` (no final 0.21 and no release candidate was
+  found, ``patch`` is the planned 0.21.0). Unconfirmed: all of it.
 
 Regenerate / add a minor:  hack/gen_kueue_catalog.py --git <kueue clone> --all-patches 0.20 --write
+(a minor generated from source replaces its derived record; drop its entry from hack/kueue_changelog.yml or keep
+only its ``changelog`` facts).
 
 Facts per minor:
 
@@ -29,7 +48,26 @@ Facts per minor:
   ``managerConfig.controllerManagerConfigYaml``.
 * ``crds``: CRD name -> served versions and storage version.
 * ``gate_dependencies``: gate -> gates that must be enabled with it, else the
-  manager refuses to start (pkg/config/validation.go).
+  manager refuses to start (pkg/config/validation.go; from kueue main of
+  August 2026 on, ``defaultFeatureGateDependencies`` in kube_features.go).
+* ``changelog``: facts from Kueue's CHANGELOGs (hack/kueue_changelog.yml):
+  config defaults that changed, configurations the manager refuses, notes.
+
+Fields only a derived (``release_notes_only``) record has; a generated one reads
+as the defaults in brackets (KueueRelease):
+
+* ``published_patches``: final releases of the minor [``patches_scanned``].
+* ``prereleases``: its release candidates [none]; ``prerelease_only``: no final
+  release yet, ``patch`` is the planned .0 [False].
+* ``broken_patches``: version -> {reason, fixed_in, source}: never chosen by
+  ``latest``, refused as a pin [none].
+* ``gates_removed``: gate -> {removed_in, source} for the gates the minor removed
+  (in the record only, KueueRelease does not read it; for a generated minor:
+  the gates of the minor before that it lacks).
+* ``crd_listed``: versions in the CRDs' spec.versions, served or not [the
+  served ones].
+* ``chart_values``: [{key, change: added|moved|removed, to, text, source}] [none].
+* ``unconfirmed``: what its release notes could not confirm [none].
 """
 
 import difflib
@@ -82,14 +120,17 @@ class KueueRelease:
         # Facts taken from Kueue's CHANGELOG (config defaults that changed, configurations the manager refuses):
         # [{kind, name, text, ...}] (module_utils/upgrade.py applies them to a cluster).
         self.changelog = list(data.get("changelog") or [])
-        self.published_patches = list(data.get("published_patches") or self.patches_scanned)
-        self.broken_patches = dict(data.get("broken_patches") or {})
-        self.prerelease_only = bool(data.get("prerelease_only"))
+        # What only release notes give (issue 39), read as is; a minor generated from source has none of it, so
+        # every patch it scanned is published and good, it has no release candidate, every CRD version it lists is
+        # served and nothing of it is unconfirmed.
+        self.published_patches = list(data.get("published_patches", self.patches_scanned))
+        self.broken_patches = dict((str(k), dict(v)) for k, v in (data.get("broken_patches") or {}).items())
+        self.prerelease_only = bool(data.get("prerelease_only", False))
         self.prereleases = list(data.get("prereleases") or [])
-        self.chart_values = list(data.get("chart_values") or [])
-        self.crd_listed = list(data.get("crd_listed") or self.kueue_api_served)
+        self.chart_values = [dict(v) for v in data.get("chart_values") or []]
+        self.crd_listed = list(data.get("crd_listed", self.kueue_api_served))
         self.unconfirmed = list(data.get("unconfirmed") or [])
-        self.release_notes_only = bool(data.get("release_notes_only"))
+        self.release_notes_only = bool(data.get("release_notes_only", False))
 
     def gate_names(self):
         return sorted(self.feature_gates)

@@ -1253,11 +1253,15 @@ GENERATED = {
     '0.20': {
         'source': (
             'CHANGELOG/CHANGELOG-0.20.md of kubernetes-sigs/kueue at '
-            '144402ada86f9605f19a07d3d0cba49e1fb1b5b6 ("Changes since v0.19.0") and PR #14558 '
-            '(v1beta1 unserved); not generated from source: the Go module proxy serves no 0.20 '
-            'tag'
+            '144402ada86f9605f19a07d3d0cba49e1fb1b5b6 (v0.20.0, "Changes since v0.19.0"), '
+            'pkg/features/kube_features.go of main ff69552 (2026-08-22: removed gates, gate '
+            'dependencies, RecomputeAssignmentUponPreemptionTargetsOverlap), PR #14558 '
+            '(v1beta1 unserved), issue #15340 (release candidates); not generated from source: '
+            'the Go module proxy serves no 0.20 tag. Unconfirmed: the published patches '
+            '0.20.0-0.20.6 and the broken 0.20.0-0.20.5 (kubernetes-sigs/kueue#18411) come '
+            'from issue 39 only; see `unconfirmed`'
         ),
-        'patch': '0.20.0',
+        'patch': '0.20.6',
         'config_api_version': 'config.kueue.x-k8s.io/v1beta2',
         'config_api_versions_compiled': ['v1beta2'],
         'default_frameworks': [
@@ -1325,6 +1329,7 @@ GENERATED = {
             'KueueDRADeviceFeasibility': (False, 'alpha', False, '0.20'),
             'KueueDRAIntegration': (True, 'beta', False, '0.18'),
             'KueueDRAIntegrationConsumableCapacity': (False, 'alpha', False, '0.19'),
+            'KueueDRAIntegrationDeviceTaints': (False, 'unknown', False, '0.20'),
             'KueueDRAIntegrationExtendedResource': (True, 'beta', False, '0.18'),
             'KueueDRAIntegrationPartitionableDevices': (True, 'beta', False, '0.18'),
             'KueueDRAIntegrationPrioritizedList': (False, 'alpha', False, '0.20'),
@@ -1356,7 +1361,7 @@ GENERATED = {
             'QuotaCheckStrategy': (True, 'beta', False, '0.18'),
             'RayServiceValidateUpgradeStrategy': (True, 'beta', False, '0.20'),
             'ReclaimablePods': (True, 'beta', False, '0.15'),
-            'RecomputeAssignmentUponPreemptionTargetsOverlap': (False, 'alpha', False, '0.19'),
+            'RecomputeAssignmentUponPreemptionTargetsOverlap': (True, 'beta', False, '0.19'),
             'RejectUpdatesToCQWithInvalidOnFlavors': (True, 'beta', False, '0.18'),
             'RemoveFinalizersWithStrictPatch': (True, 'beta', False, '0.17'),
             'SchedulerLibraryIntegration': (False, 'alpha', False, '0.19'),
@@ -1364,6 +1369,7 @@ GENERATED = {
             'SchedulingEquivalenceHashingIgnorePodSetName': (True, 'beta', False, '0.20'),
             'ShortWorkloadNames': (False, 'alpha', False, '0.17'),
             'SkipAncestorCheckForDeletedWorkloads': (True, 'beta', False, '0.19'),
+            'SkipChildJobSuspension': (False, 'unknown', False, '0.20'),
             'SkipReassignmentForPodOwnedWorkloads': (True, 'beta', False, '0.19'),
             'SparkApplicationIntegration': (False, 'alpha', False, '0.17'),
             'TASAssignmentsEncodingByHostnamePrefix': (True, 'beta', False, '0.19'),
@@ -1408,6 +1414,7 @@ GENERATED = {
         'gate_dependencies': {
             'AdmissionFairSharingAnchorAtQuotaReservation': ['AdmissionFairSharing'],
             'ElasticJobsViaWorkloadSlicesWithTAS': ['ElasticJobsViaWorkloadSlices', 'TopologyAwareScheduling'],
+            'FlavorFungibilityPreserveScanProgress': ['FlavorFungibility'],
             'KueueDRAIntegrationConsumableCapacity': ['KueueDRAIntegration'],
             'KueueDRAIntegrationExtendedResource': ['KueueDRAIntegration'],
             'KueueDRAIntegrationPartitionableDevices': ['KueueDRAIntegration'],
@@ -1473,9 +1480,226 @@ GENERATED = {
         },
         'kueue_api_served': ['v1beta2'],
         'kueue_api_storage': 'v1beta2',
-        'patches_scanned': ['0.20.0'],
+        'patches_scanned': ['0.20.6'],
         'gate_min_patch': {},
         'framework_min_patch': {},
+        'published_patches': ['0.20.0', '0.20.1', '0.20.2', '0.20.3', '0.20.4', '0.20.5', '0.20.6'],
+        'prereleases': ['0.20.0-rc.0', '0.20.0-rc.1'],
+        'prerelease_only': False,
+        'broken_patches': {
+            '0.20.0': {
+                'reason': (
+                    "its CRDs still name the conversion webhook, which breaks the kube-apiserver's "
+                    'watch cache (kubernetes-sigs/kueue#18411)'
+                ),
+                'fixed_in': '0.20.6',
+                'source': (
+                    'issue 39 of this collection (kubernetes-sigs/kueue#18411, fixed in 0.20.6), not '
+                    'confirmed: #18411 is not in the research index. Consistent with the chart at main '
+                    'ff69552, whose CRD templates (charts/kueue/templates/crd/*.yaml) keep '
+                    'spec.conversion.strategy Webhook (service <release>-webhook-service, path '
+                    '/convert) while PR #14558 stops serving v1beta1'
+                ),
+            },
+            '0.20.1': {
+                'reason': (
+                    "its CRDs still name the conversion webhook, which breaks the kube-apiserver's "
+                    'watch cache (kubernetes-sigs/kueue#18411)'
+                ),
+                'fixed_in': '0.20.6',
+                'source': (
+                    'issue 39 of this collection (kubernetes-sigs/kueue#18411, fixed in 0.20.6), not '
+                    'confirmed: #18411 is not in the research index. Consistent with the chart at main '
+                    'ff69552, whose CRD templates (charts/kueue/templates/crd/*.yaml) keep '
+                    'spec.conversion.strategy Webhook (service <release>-webhook-service, path '
+                    '/convert) while PR #14558 stops serving v1beta1'
+                ),
+            },
+            '0.20.2': {
+                'reason': (
+                    "its CRDs still name the conversion webhook, which breaks the kube-apiserver's "
+                    'watch cache (kubernetes-sigs/kueue#18411)'
+                ),
+                'fixed_in': '0.20.6',
+                'source': (
+                    'issue 39 of this collection (kubernetes-sigs/kueue#18411, fixed in 0.20.6), not '
+                    'confirmed: #18411 is not in the research index. Consistent with the chart at main '
+                    'ff69552, whose CRD templates (charts/kueue/templates/crd/*.yaml) keep '
+                    'spec.conversion.strategy Webhook (service <release>-webhook-service, path '
+                    '/convert) while PR #14558 stops serving v1beta1'
+                ),
+            },
+            '0.20.3': {
+                'reason': (
+                    "its CRDs still name the conversion webhook, which breaks the kube-apiserver's "
+                    'watch cache (kubernetes-sigs/kueue#18411)'
+                ),
+                'fixed_in': '0.20.6',
+                'source': (
+                    'issue 39 of this collection (kubernetes-sigs/kueue#18411, fixed in 0.20.6), not '
+                    'confirmed: #18411 is not in the research index. Consistent with the chart at main '
+                    'ff69552, whose CRD templates (charts/kueue/templates/crd/*.yaml) keep '
+                    'spec.conversion.strategy Webhook (service <release>-webhook-service, path '
+                    '/convert) while PR #14558 stops serving v1beta1'
+                ),
+            },
+            '0.20.4': {
+                'reason': (
+                    "its CRDs still name the conversion webhook, which breaks the kube-apiserver's "
+                    'watch cache (kubernetes-sigs/kueue#18411)'
+                ),
+                'fixed_in': '0.20.6',
+                'source': (
+                    'issue 39 of this collection (kubernetes-sigs/kueue#18411, fixed in 0.20.6), not '
+                    'confirmed: #18411 is not in the research index. Consistent with the chart at main '
+                    'ff69552, whose CRD templates (charts/kueue/templates/crd/*.yaml) keep '
+                    'spec.conversion.strategy Webhook (service <release>-webhook-service, path '
+                    '/convert) while PR #14558 stops serving v1beta1'
+                ),
+            },
+            '0.20.5': {
+                'reason': (
+                    "its CRDs still name the conversion webhook, which breaks the kube-apiserver's "
+                    'watch cache (kubernetes-sigs/kueue#18411)'
+                ),
+                'fixed_in': '0.20.6',
+                'source': (
+                    'issue 39 of this collection (kubernetes-sigs/kueue#18411, fixed in 0.20.6), not '
+                    'confirmed: #18411 is not in the research index. Consistent with the chart at main '
+                    'ff69552, whose CRD templates (charts/kueue/templates/crd/*.yaml) keep '
+                    'spec.conversion.strategy Webhook (service <release>-webhook-service, path '
+                    '/convert) while PR #14558 stops serving v1beta1'
+                ),
+            },
+        },
+        'gates_removed': {
+            'HierarchicalCohorts': {
+                'removed_in': '0.20',
+                'source': '#13505 (2026-07-27)',
+            },
+            'MultiKueueAllowInsecureKubeconfigs': {
+                'removed_in': '0.20',
+                'source': '#13497 (2026-07-27)',
+            },
+            'MultiKueueRedoAdmissionOnEvictionInWorker': {
+                'removed_in': '0.20',
+                'source': '#13732 (2026-08-05)',
+            },
+            'MultiKueueWaitForWorkloadAdmitted': {
+                'removed_in': '0.20',
+                'source': '#13731 (2026-08-04)',
+            },
+            'ObjectRetentionPolicies': {
+                'removed_in': '0.20',
+                'source': '#13514 (2026-07-27)',
+            },
+            'PropagateBatchJobLabelsToWorkload': {
+                'removed_in': '0.20',
+                'source': '#13711 (2026-08-03)',
+            },
+            'SchedulerLongRequeueInterval': {
+                'removed_in': '0.20',
+                'source': '#14089 (2026-08-10)',
+            },
+            'SchedulerTimestampPreemptionBuffer': {
+                'removed_in': '0.20',
+                'source': '#14115 (2026-08-10)',
+            },
+            'SkipFinalizersForPodsSuspendedByParent': {
+                'removed_in': '0.20',
+                'source': '#13696 (2026-08-11)',
+            },
+        },
+        'crd_listed': ['v1beta1', 'v1beta2'],
+        'chart_values': [
+            {
+                'key': 'enableAlphaAPIs',
+                'change': 'added',
+                'text': (
+                    'new value, default false: renders the alpha CRDs (CapacityProvider, '
+                    'DynamicQuotaOrchestrator, ...), which alpha features such as '
+                    'ConfigurablePreemptions and DynamicQuotaOrchestration need'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Feature: Helm (#15117)',
+            },
+            {
+                'key': 'controllerManager.affinity',
+                'change': 'added',
+                'text': 'affinity of the kueue-controller-manager Deployment',
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Feature: Helm (#14955)',
+            },
+            {
+                'key': 'controllerManager.strategy',
+                'change': 'added',
+                'text': 'optional Deployment strategy of the kueue-controller-manager',
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Feature: Helm (#13817)',
+            },
+            {
+                'key': 'controllerManager.hostNetwork',
+                'change': 'added',
+                'text': 'optional hostNetwork of the kueue-controller-manager Pods',
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Feature: Helm (#13817)',
+            },
+            {
+                'key': 'controllerManager.dnsPolicy',
+                'change': 'added',
+                'text': 'optional dnsPolicy of the kueue-controller-manager Pods',
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Feature: Helm (#13817)',
+            },
+            {
+                'key': 'kueueViz.backend.ingress.tlsEnabled',
+                'change': 'added',
+                'text': (
+                    'enables or disables TLS on the KueueViz backend Ingress independently of '
+                    'tlsSecretName'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Bug or Regression: Helm (#13784)',
+            },
+            {
+                'key': 'kueueViz.frontend.ingress.tlsEnabled',
+                'change': 'added',
+                'text': (
+                    'enables or disables TLS on the KueueViz frontend Ingress independently of '
+                    'tlsSecretName'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Bug or Regression: Helm (#13784)',
+            },
+        ],
+        'unconfirmed': [
+            (
+                'published_patches 0.20.0-0.20.6 and patch 0.20.6: from issue 39 only; the '
+                'research index holds no 0.20.x release page, tag or release-branch CHANGELOG '
+                '(CHANGELOG-0.20.md at 144402a has one v0.20.0 section), and the Go module proxy '
+                'serves no 0.20 tag; a patch newer than 0.20.6 may exist'
+            ),
+            (
+                'broken_patches 0.20.0-0.20.5 (CRDs still naming the conversion webhook, fixed in '
+                '0.20.6): issue 39 only; kubernetes-sigs/kueue#18411 is not in the research index, '
+                'whose kueue issues and PRs end in mid-September 2026'
+            ),
+            (
+                'feature gates: the new and changed gates come from CHANGELOG-0.20.md at 144402a, '
+                'not from kube_features.go of a 0.20 tag (main ff69552 predates every gate the '
+                'CHANGELOG adds); the 11 gates it names without stage or default are off and stage '
+                'unknown here; gates removed after main ff69552 and before the 0.20 branch are '
+                'missing from gates_removed'
+            ),
+            (
+                'config_api_versions_compiled [v1beta2] and the refused v1beta1 Configuration: PR '
+                '#14558 head per the earlier entry; not in CHANGELOG-0.20.md and not verified '
+                'against a 0.20 tag (main ff69552 still registers v1beta1)'
+            ),
+            (
+                'TASNodeFeasibilityForAllLevels "Requires TopologyAwareScheduling" (#14191) is not '
+                'listed as a gate dependency: the CHANGELOG does not say the manager refuses the '
+                'combination'
+            ),
+            (
+                'the KueueViz single-host Ingress values (#15574) are not listed in chart_values: '
+                'the CHANGELOG names no key'
+            ),
+        ],
+        'release_notes_only': True,
         'changelog': [
             {
                 'kind': 'config_refused',
@@ -1490,7 +1714,145 @@ GENERATED = {
                     'write the Configuration (managerConfig.controllerManagerConfigYaml) as '
                     'config.kueue.x-k8s.io/v1beta2'
                 ),
-                'source': 'PR #14558 head, cmd/kueue/main.go; not verified against the v0.20.0 tag',
+                'source': (
+                    'PR #14558 head, cmd/kueue/main.go; not verified against a v0.20.x tag '
+                    '(unconfirmed)'
+                ),
+            },
+            {
+                'kind': 'note',
+                'name': 'v1beta1-unserved',
+                'severity': 'action',
+                'text': (
+                    'Kueue 0.20 no longer serves kueue.x-k8s.io/v1beta1: manifests and API clients '
+                    'must use v1beta2, and existing objects must be rewritten in v1beta2 storage '
+                    "before the upgrade (Kueue's hack/migrate-to-v1beta2.sh; this collection's upgrade "
+                    'role runs the storage migration)'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Actions Required (#14558)',
+            },
+            {
+                'kind': 'note',
+                'name': 'visibility-v1beta2',
+                'severity': 'action',
+                'text': (
+                    'Kueue 0.20 registers the visibility API (pending workloads on demand) as '
+                    'v1beta2.visibility.kueue.x-k8s.io instead of v1beta1: scripts reading '
+                    '/apis/visibility.kueue.x-k8s.io/v1beta1 must move to v1beta2'
+                ),
+                'source': (
+                    'PR #14558 review, 2026-08-25 (APIService v1beta1.visibility -> '
+                    'v1beta2.visibility); unconfirmed against a 0.20 tag'
+                ),
+            },
+            {
+                'kind': 'config_default',
+                'name': 'clientConnection.qps',
+                'new_default': 1000,
+                'text': (
+                    "the manager's default client QPS rises from 300 to 1000 in Kueue 0.20; the "
+                    "chart's own Configuration sets clientConnection.qps 300, so a Helm install keeps "
+                    '300 unless its values change it'
+                ),
+                'source': (
+                    'CHANGELOG/CHANGELOG-0.20.md at 144402a, Feature (#15206); '
+                    'apis/config/v1beta2/defaults.go at v0.19.2 (300); charts/kueue/values.yaml at '
+                    'v0.19.2 and main ff69552 and charts/kueue/files/manager-config.yaml at e23211b '
+                    '(qps 300, burst 500)'
+                ),
+            },
+            {
+                'kind': 'config_default',
+                'name': 'clientConnection.burst',
+                'new_default': 1000,
+                'text': (
+                    "the manager's default client burst rises from 500 to 1000 in Kueue 0.20; the "
+                    "chart's own Configuration sets clientConnection.burst 500, so a Helm install "
+                    'keeps 500 unless its values change it'
+                ),
+                'source': (
+                    'CHANGELOG/CHANGELOG-0.20.md at 144402a, Feature (#15206); '
+                    'apis/config/v1beta2/defaults.go at v0.19.2 (500); charts/kueue/values.yaml at '
+                    'v0.19.2 and main ff69552 and charts/kueue/files/manager-config.yaml at e23211b'
+                ),
+            },
+            {
+                'kind': 'note',
+                'name': 'WorkloadPriorityClassDefaulting',
+                'severity': 'action',
+                'text': (
+                    'WorkloadPriorityClassDefaulting is on by default from Kueue 0.20: a workload that '
+                    'names no WorkloadPriorityClass gets the one named `default` (set the gate false '
+                    'to keep the old behaviour)'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Feature: Scheduling (#13719)',
+            },
+            {
+                'kind': 'note',
+                'name': 'UnadmittedWorkloadsObservability',
+                'severity': 'action',
+                'text': (
+                    'UnadmittedWorkloadsObservability is on by default from Kueue 0.20: the '
+                    'QuotaReserved condition and the metrics of unadmitted workloads carry granular '
+                    'reasons (WaitingForQuota, ExceedsMaxQuota, ...); alerts and scripts that match '
+                    'the old reasons must be checked'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Feature: Observability (#13063)',
+            },
+            {
+                'kind': 'note',
+                'name': 'RayServiceValidateUpgradeStrategy',
+                'severity': 'action',
+                'text': (
+                    'RayServiceValidateUpgradeStrategy is on by default from Kueue 0.20: Kueue-managed '
+                    'RayServices with zero-downtime upgrades need the ElasticJobsViaWorkloadSlices '
+                    'gate and the kueue.x-k8s.io/elastic-job: "true" annotation, or '
+                    'spec.upgradeStrategy.type None'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Actions Required (#16094)',
+            },
+            {
+                'kind': 'note',
+                'name': 'AdmissionFairSharingAnchorAtQuotaReservation',
+                'severity': 'action',
+                'text': (
+                    'Kueue 0.20 turns AdmissionFairSharingAnchorAtQuotaReservation on and refuses to '
+                    'start when AdmissionFairSharing is disabled while it stays on: disable both '
+                    'together'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Actions Required (#15000)',
+            },
+            {
+                'kind': 'note',
+                'name': 'trainer-v2.3',
+                'severity': 'action',
+                'text': (
+                    'Kueue 0.20 supports Kubeflow Trainer v2.3 only; Trainer v2.2 must be upgraded '
+                    'first'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Actions Required (#14504)',
+            },
+            {
+                'kind': 'note',
+                'name': 'spark-memory',
+                'severity': 'action',
+                'text': (
+                    'Kueue 0.20 reserves the CPU and memory Spark requests for SparkApplications '
+                    '(cores, memoryOverhead; at least 384Mi more per Pod) and rejects Kubernetes-style '
+                    'memory values such as 512Mi: raise ClusterQueue quotas and use Java-style values '
+                    '(512m, 2g)'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Actions Required (#15833)',
+            },
+            {
+                'kind': 'note',
+                'name': 'tas-slice-size',
+                'severity': 'action',
+                'text': (
+                    'Kueue 0.20 rejects Workload slice sizes below 1 and podSetSliceRequiredTopology '
+                    'without podSetSliceSize (or the reverse): correct such manifests before upgrading'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Actions Required (#12728)',
             },
             {
                 'kind': 'note',
@@ -1512,6 +1874,362 @@ GENERATED = {
                     'transformation named `pods` (#13989)'
                 ),
                 'source': 'CHANGELOG/CHANGELOG-0.20.md, Actions Required',
+            },
+            {
+                'kind': 'note',
+                'name': 'dra-quota',
+                'severity': 'info',
+                'text': (
+                    'Kueue 0.20 charges Pod overhead and transformation outputs that share a DRA '
+                    'resource name, and counts restartable init containers: ClusterQueue quotas of '
+                    'mapped DRA resources may need to grow'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Actions Required (#14154)',
+            },
+            {
+                'kind': 'note',
+                'name': 'kueueviz-rbac',
+                'severity': 'info',
+                'text': (
+                    'KueueViz 0.20 checks Kubernetes RBAC (SubjectAccessReview) when authentication is '
+                    'enabled: its users need get, list and watch on what they view'
+                ),
+                'source': 'CHANGELOG/CHANGELOG-0.20.md at 144402a, Actions Required (#13810)',
+            },
+        ],
+    },
+    '0.21': {
+        'source': (
+            'Issue 39 of this collection and kubernetes-sigs/kueue issue #13957 ("drop v1beta1 '
+            'entirely in 0.21"); chart files of unknown release in the research index '
+            '(charts/kueue/values.schema.json at 6bbc5ee08a8c); derived from the 0.20 record: '
+            'no CHANGELOG-0.21.md, 0.21 tag, release page or release candidate was found, so '
+            "everything else is 0.20's. Unconfirmed: whether 0.21.0 is out, its release "
+            'candidates, the v1beta1 removal, values.schema.json and '
+            'managerConfig.structuredOverrides; see `unconfirmed`'
+        ),
+        'patch': '0.21.0',
+        'config_api_version': 'config.kueue.x-k8s.io/v1beta2',
+        'config_api_versions_compiled': ['v1beta2'],
+        'default_frameworks': [
+            'batch/job',
+            'kubeflow.org/mpijob',
+            'ray.io/rayjob',
+            'ray.io/rayservice',
+            'ray.io/raycluster',
+            'jobset.x-k8s.io/jobset',
+            'workload.codeflare.dev/appwrapper',
+            'trainer.kubeflow.org/trainjob',
+            'pod',
+            'deployment',
+            'statefulset',
+            'leaderworkerset.x-k8s.io/leaderworkerset',
+        ],
+        'frameworks': [
+            'batch/job',
+            'deployment',
+            'jobset.x-k8s.io/jobset',
+            'kubeflow.org/jaxjob',
+            'kubeflow.org/mpijob',
+            'kubeflow.org/paddlejob',
+            'kubeflow.org/pytorchjob',
+            'kubeflow.org/tfjob',
+            'kubeflow.org/xgboostjob',
+            'leaderworkerset.x-k8s.io/leaderworkerset',
+            'pod',
+            'ray.io/raycluster',
+            'ray.io/rayjob',
+            'ray.io/rayservice',
+            'sparkoperator.k8s.io/sparkapplication',
+            'statefulset',
+            'trainer.kubeflow.org/trainjob',
+            'workload.codeflare.dev/appwrapper',
+        ],
+        'feature_gates': {
+            'AdmissionFairSharing': (True, 'beta', False, '0.12'),
+            'AdmissionFairSharingAnchorAtQuotaReservation': (True, 'beta', False, '0.20'),
+            'AdmissionGatedBy': (True, 'beta', False, '0.17'),
+            'AssignQueueLabelsForPods': (True, 'beta', False, '0.17'),
+            'CleanupProvisioningRequestsOnEviction': (True, 'beta', False, '0.19'),
+            'ConcurrentAdmission': (False, 'alpha', False, '0.18'),
+            'ConfigurablePreemptions': (False, 'unknown', False, '0.20'),
+            'CustomMetricLabels': (False, 'alpha', False, '0.17'),
+            'DeferRayServiceFinalizationForRedisCleanup': (True, 'beta', False, '0.19'),
+            'DeploymentJobUIDLabel': (True, 'beta', False, '0.20'),
+            'DisableWaitForPodsReady': (False, 'alpha', False, '0.19'),
+            'DynamicQuotaOrchestration': (False, 'unknown', False, '0.20'),
+            'ElasticJobsViaWorkloadSlices': (True, 'beta', False, '0.13'),
+            'ElasticJobsViaWorkloadSlicesFlavorChangeFromZero': (False, 'unknown', False, '0.20'),
+            'ElasticJobsViaWorkloadSlicesForProvisioningRequests': (False, 'alpha', False, '0.20'),
+            'ElasticJobsViaWorkloadSlicesWithTAS': (False, 'alpha', False, '0.17'),
+            'EnforceProvisioningPodTemplateContents': (True, 'beta', False, '0.20'),
+            'FailureRecoveryPolicy': (False, 'alpha', False, '0.15'),
+            'FairSharingPreemptWithinNominal': (True, 'beta', False, '0.17'),
+            'FairSharingPrioritizeNonBorrowing': (True, 'beta', False, '0.17'),
+            'FairSharingReevaluatePreemptionCandidates': (False, 'alpha', False, '0.20'),
+            'FairSharingRefill': (False, 'alpha', False, '0.20'),
+            'FastQuotaReleaseInPodIntegration': (False, 'alpha', False, '0.17'),
+            'FinishOrphanedWorkloads': (True, 'beta', False, '0.18'),
+            'FlavorFungibility': (True, 'beta', False, '0.5'),
+            'FlavorFungibilityPreserveScanProgress': (True, 'beta', False, '0.19'),
+            'HighMaxParallelismWithinReconcile': (True, 'beta', False, '0.20'),
+            'KueueDRADeviceFeasibility': (False, 'alpha', False, '0.20'),
+            'KueueDRAIntegration': (True, 'beta', False, '0.18'),
+            'KueueDRAIntegrationConsumableCapacity': (False, 'alpha', False, '0.19'),
+            'KueueDRAIntegrationDeviceTaints': (False, 'unknown', False, '0.20'),
+            'KueueDRAIntegrationExtendedResource': (True, 'beta', False, '0.18'),
+            'KueueDRAIntegrationPartitionableDevices': (True, 'beta', False, '0.18'),
+            'KueueDRAIntegrationPrioritizedList': (False, 'alpha', False, '0.20'),
+            'KueueDRARejectWorkloadsWhenDRADisabled': (True, 'beta', False, '0.18'),
+            'LWSImmutableGroupSize': (True, 'beta', False, '0.19'),
+            'LocalQueueMetrics': (True, 'beta', False, '0.10'),
+            'ManagedJobsNamespaceSelectorAlwaysRespected': (True, 'GA', True, '0.13'),
+            'MetricForWorkloadCreationLatency': (True, 'beta', False, '0.18'),
+            'MetricsForCohorts': (True, 'beta', False, '0.18'),
+            'MultiKueue': (True, 'beta', False, '0.6'),
+            'MultiKueueAdaptersForCustomJobs': (True, 'beta', False, '0.14'),
+            'MultiKueueBatchJobClearingTTLSecondsAfterFinishedOnWorkerCluster': (False, 'alpha', False, '0.20'),
+            'MultiKueueClusterProfile': (False, 'alpha', False, '0.15'),
+            'MultiKueueIncrementalDispatcherConfig': (True, 'beta', False, '0.19'),
+            'MultiKueueIncrementalDispatcherRespectConfigOrder': (True, 'beta', False, '0.19'),
+            'MultiKueueKubeConfigPathValidation': (True, 'beta', False, '0.19'),
+            'MultiKueueManagerQuotaAutomation': (False, 'alpha', False, '0.18'),
+            'MultiKueueOrchestratedPreemption': (True, 'beta', False, '0.17'),
+            'MultiKueueRayInTreeAutoscaling': (False, 'unknown', False, '0.20'),
+            'MultiKueueRemoteSpecSync': (True, 'beta', False, '0.19'),
+            'MultiKueueReuseClientConnectionConfigForWorkers': (False, 'beta', False, '0.20'),
+            'PartialAdmission': (True, 'beta', False, '0.4'),
+            'PodGroupSchedulingShapeOrdering': (True, 'beta', False, '0.20'),
+            'PodIntegrationCountSucceededPodsAsReady': (True, 'beta', False, '0.20'),
+            'PodIntegrationValidateGroupOwner': (True, 'beta', False, '0.18'),
+            'PrioritizePreemptorWorkloads': (False, 'alpha', False, '0.19'),
+            'PriorityBoost': (False, 'alpha', False, '0.17'),
+            'PrioritySortingWithinCohort': (True, 'beta', False, '0.6'),
+            'QuotaCheckStrategy': (True, 'beta', False, '0.18'),
+            'RayServiceValidateUpgradeStrategy': (True, 'beta', False, '0.20'),
+            'ReclaimablePods': (True, 'beta', False, '0.15'),
+            'RecomputeAssignmentUponPreemptionTargetsOverlap': (True, 'beta', False, '0.19'),
+            'RejectUpdatesToCQWithInvalidOnFlavors': (True, 'beta', False, '0.18'),
+            'RemoveFinalizersWithStrictPatch': (True, 'beta', False, '0.17'),
+            'SchedulerLibraryIntegration': (False, 'alpha', False, '0.19'),
+            'SchedulingEquivalenceHashing': (True, 'beta', False, '0.17'),
+            'SchedulingEquivalenceHashingIgnorePodSetName': (True, 'beta', False, '0.20'),
+            'ShortWorkloadNames': (False, 'alpha', False, '0.17'),
+            'SkipAncestorCheckForDeletedWorkloads': (True, 'beta', False, '0.19'),
+            'SkipChildJobSuspension': (False, 'unknown', False, '0.20'),
+            'SkipReassignmentForPodOwnedWorkloads': (True, 'beta', False, '0.19'),
+            'SparkApplicationIntegration': (False, 'alpha', False, '0.17'),
+            'TASAssignmentsEncodingByHostnamePrefix': (True, 'beta', False, '0.19'),
+            'TASBalancedPlacement': (False, 'alpha', False, '0.15'),
+            'TASCacheNodeMatchResults': (True, 'beta', False, '0.19'),
+            'TASCacheTopologyTree': (True, 'beta', False, '0.19'),
+            'TASCachingRemainingResources': (True, 'beta', False, '0.19'),
+            'TASFailedNodeReplacement': (True, 'beta', False, '0.12'),
+            'TASFailedNodeReplacementFailFast': (True, 'beta', False, '0.13'),
+            'TASGroupedPodSetSlicing': (True, 'beta', False, '0.20'),
+            'TASHandleOverlappingFlavors': (True, 'beta', False, '0.18'),
+            'TASLeaderPodSetFeasibility': (False, 'unknown', False, '0.20'),
+            'TASMultiLayerTopology': (True, 'beta', False, '0.17'),
+            'TASNodeFeasibilityForAllLevels': (True, 'beta', False, '0.20'),
+            'TASPartialSlices': (True, 'beta', False, '0.20'),
+            'TASProfileMixed': (True, 'beta', False, '0.10'),
+            'TASRecomputeAssignmentWithinSchedulingCycle': (True, 'beta', False, '0.19'),
+            'TASRejectFalseUnconstrainedTopology': (False, 'unknown', False, '0.20'),
+            'TASReplaceMultipleFailedNodes': (False, 'alpha', False, '0.20'),
+            'TASReplaceNodeDueToNotReadyOverFixedTime': (False, 'deprecated', False, '0.17'),
+            'TASReplaceNodeOnNodeTaints': (True, 'beta', False, '0.17'),
+            'TASReplaceNodeOnPodTermination': (True, 'beta', False, '0.13'),
+            'TASRespectNodeAffinityPreferred': (False, 'alpha', False, '0.18'),
+            'TASTopologySpreading': (False, 'unknown', False, '0.20'),
+            'TASValidateWorkloadSliceSize': (True, 'beta', False, '0.19'),
+            'TLSOptions': (True, 'GA', True, '0.16'),
+            'TopologyAwareScheduling': (True, 'beta', False, '0.9'),
+            'UnadmittedWorkloadsExplicitStatus': (False, 'beta', False, '0.19'),
+            'UnadmittedWorkloadsObservability': (True, 'beta', False, '0.19'),
+            'ValidateRayAndSparkJobUpdates': (True, 'beta', False, '0.18'),
+            'VectorizedResourceRequests': (True, 'beta', False, '0.19'),
+            'VisibilityOnDemand': (True, 'beta', False, '0.6'),
+            'WaitForPodsReadyMaxNotReady': (False, 'alpha', False, '0.20'),
+            'WaitForPodsReadyUnscheduledTimeout': (False, 'unknown', False, '0.20'),
+            'WorkloadIdentifierAnnotations': (True, 'beta', False, '0.18'),
+            'WorkloadLevelWaitForPodsReady': (False, 'unknown', False, '0.20'),
+            'WorkloadPriorityClassDefaulting': (True, 'beta', False, '0.18'),
+            'WorkloadRequestUseMergePatch': (False, 'alpha', False, '0.14'),
+            'WorkloadValidateResourcesAreNonNegative': (True, 'beta', False, '0.19'),
+            'WorkloadValidationForPodSetMetadata': (True, 'beta', False, '0.19'),
+        },
+        'gate_dependencies': {
+            'AdmissionFairSharingAnchorAtQuotaReservation': ['AdmissionFairSharing'],
+            'ElasticJobsViaWorkloadSlicesWithTAS': ['ElasticJobsViaWorkloadSlices', 'TopologyAwareScheduling'],
+            'FlavorFungibilityPreserveScanProgress': ['FlavorFungibility'],
+            'KueueDRAIntegrationConsumableCapacity': ['KueueDRAIntegration'],
+            'KueueDRAIntegrationExtendedResource': ['KueueDRAIntegration'],
+            'KueueDRAIntegrationPartitionableDevices': ['KueueDRAIntegration'],
+            'SchedulerLibraryIntegration': ['TopologyAwareScheduling'],
+            'TASBalancedPlacement': ['TopologyAwareScheduling'],
+            'TASFailedNodeReplacement': ['TopologyAwareScheduling'],
+            'TASFailedNodeReplacementFailFast': ['TASFailedNodeReplacement', 'TopologyAwareScheduling'],
+            'TASHandleOverlappingFlavors': ['TopologyAwareScheduling'],
+            'TASMultiLayerTopology': ['TopologyAwareScheduling'],
+            'TASProfileMixed': ['TopologyAwareScheduling'],
+            'TASRecomputeAssignmentWithinSchedulingCycle': ['TopologyAwareScheduling'],
+            'TASReplaceNodeDueToNotReadyOverFixedTime': ['TASFailedNodeReplacement', 'TopologyAwareScheduling'],
+            'TASReplaceNodeOnNodeTaints': ['TopologyAwareScheduling'],
+            'TASReplaceNodeOnPodTermination': ['TASFailedNodeReplacement', 'TopologyAwareScheduling'],
+            'TASRespectNodeAffinityPreferred': ['TopologyAwareScheduling'],
+            'UnadmittedWorkloadsExplicitStatus': ['UnadmittedWorkloadsObservability'],
+        },
+        'crds': {
+            'admissionchecks.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'clusterqueues.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'cohorts.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'localqueues.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'multikueueclusters.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'multikueueconfigs.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'provisioningrequestconfigs.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'resourceflavors.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'topologies.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'workloadpriorityclasses.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+            'workloads.kueue.x-k8s.io': {
+                'served': ['v1beta2'],
+                'storage': 'v1beta2',
+            },
+        },
+        'kueue_api_served': ['v1beta2'],
+        'kueue_api_storage': 'v1beta2',
+        'patches_scanned': ['0.21.0'],
+        'gate_min_patch': {},
+        'framework_min_patch': {},
+        'published_patches': [],
+        'prereleases': [],
+        'prerelease_only': True,
+        'broken_patches': {},
+        'gates_removed': {},
+        'crd_listed': ['v1beta2'],
+        'chart_values': [
+            {
+                'key': 'managerConfig.config',
+                'change': 'added',
+                'text': (
+                    'structured manager configuration (an object); a non-empty '
+                    'managerConfig.controllerManagerConfigYaml takes precedence over it, and setting '
+                    'that YAML string to "" migrates to the structured form'
+                ),
+                'source': (
+                    'charts/kueue/values.schema.json at 6bbc5ee08a8cfb28f67fc0a1f7c639cdc54d610e '
+                    '(release unconfirmed; issue 39 places values.schema.json in 0.21)'
+                ),
+                'unconfirmed': True,
+            },
+            {
+                'key': 'managerConfig.structuredOverrides',
+                'change': 'added',
+                'text': (
+                    'named by issue 39 as new in the 0.21 chart; the only values.schema.json found '
+                    'names managerConfig.config and managerConfig.controllerManagerConfigYaml, not '
+                    'structuredOverrides'
+                ),
+                'source': (
+                    'issue 39 of this collection only; not found in any kubernetes-sigs/kueue file of '
+                    'the research index'
+                ),
+                'unconfirmed': True,
+            },
+            {
+                'key': 'managerConfig.controllerManagerConfigYaml',
+                'change': 'moved',
+                'to': 'charts/kueue/files/manager-config.yaml',
+                'text': (
+                    "the chart's default Configuration lives in charts/kueue/files/manager-config.yaml "
+                    '(template kueue.managerConfigDefaults in templates/manager/_config.tpl) instead '
+                    'of this value, which remains an override'
+                ),
+                'source': (
+                    'charts/kueue/files/manager-config.yaml at e23211b7a804 and '
+                    'charts/kueue/templates/manager/_config.tpl at 15502ed2a447 (release unconfirmed; '
+                    'main ff69552 still has the default in values.yaml)'
+                ),
+                'unconfirmed': True,
+            },
+        ],
+        'unconfirmed': [
+            (
+                '0.21 releases: whether 0.21.0 is final by 2026-12-06 and the names of its release '
+                'candidates; issue 39 says "release candidates since November 2026, the final '
+                'planned for the end of November"; none was found'
+            ),
+            (
+                "v1beta1 removed from every Kueue CRD's spec.versions (crd_listed [v1beta2]): the "
+                'plan of issue #13957, not confirmed against a 0.21 CRD'
+            ),
+            (
+                "the chart's values.schema.json and managerConfig.structuredOverrides (issue 39): "
+                'a values.schema.json of unknown release was found (managerConfig.config, '
+                'managerConfig.controllerManagerConfigYaml); structuredOverrides was not'
+            ),
+            (
+                'feature gates, gate dependencies, integrations, default frameworks and the '
+                "Configuration apiVersion are 0.20's: no 0.21 source was read (the research index "
+                'also holds chart RBAC roles for a disaggregatedset kind, release unknown, not '
+                'added as an integration)'
+            ),
+        ],
+        'release_notes_only': True,
+        'changelog': [
+            {
+                'kind': 'note',
+                'name': 'v1beta1-removed',
+                'severity': 'action',
+                'text': (
+                    'Kueue 0.21 removes kueue.x-k8s.io/v1beta1 from its CRDs: the API server refuses '
+                    "the CRD update while any Kueue CRD's status.storedVersions still lists v1beta1, "
+                    'so every object must be stored as v1beta2 and storedVersions trimmed to [v1beta2] '
+                    'before the upgrade (unconfirmed: the plan of kubernetes-sigs/kueue#13957)'
+                ),
+                'source': (
+                    'kubernetes-sigs/kueue#13957 (description and comment of 2026-08-07); issue 39; '
+                    'unconfirmed against a 0.21 CRD'
+                ),
+            },
+            {
+                'kind': 'note',
+                'name': 'values-schema',
+                'severity': 'info',
+                'text': (
+                    'the Kueue 0.21 chart is said to ship a values.schema.json: Helm then refuses '
+                    'values of the wrong type under managerConfig before rendering (unconfirmed)'
+                ),
+                'source': 'issue 39; charts/kueue/values.schema.json at 6bbc5ee08a8c (release unconfirmed)',
             },
         ],
     },

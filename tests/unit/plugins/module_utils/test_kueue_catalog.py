@@ -29,13 +29,13 @@ def test_minor_of(text, minor):
 
 
 def test_all_minors_present():
-    assert cat.known_minors() == ["0.13", "0.14", "0.15", "0.16", "0.17", "0.18", "0.19", "0.20"]
+    assert cat.known_minors() == ["0.13", "0.14", "0.15", "0.16", "0.17", "0.18", "0.19", "0.20", "0.21"]
 
 
 def test_020_is_the_019_record_with_what_its_changelog_says():
     """0.20 is not served by the Go module proxy: hack/kueue_changelog.yml derives it from 0.19."""
     old, new = cat.catalog_for("0.19"), cat.catalog_for("0.20.0")
-    assert "CHANGELOG-0.20.md" in new.source and new.newest_patch == "0.20.0"
+    assert "CHANGELOG-0.20.md" in new.source and new.newest_patch == "0.20.6"
     assert new.kueue_api_served == ["v1beta2"] and new.kueue_api_storage == "v1beta2"
     assert all(c == {"served": ["v1beta2"], "storage": "v1beta2"} for c in new.crds.values())
     assert new.crd_names == old.crd_names
@@ -48,6 +48,67 @@ def test_020_is_the_019_record_with_what_its_changelog_says():
     assert [f["kind"] for f in new.changelog][0] == "config_refused"
     assert cat.catalog_for("0.19").changelog[0]["name"] == "waitForPodsReady"
     assert cat.validate_feature_gates("0.20.0", {"HierarchicalCohorts": True})
+
+
+def test_020_release_train_from_its_release_notes():
+    """Issue 39: what only 0.20's release notes give, each unconfirmed fact listed in the record."""
+    rel = cat.catalog_for("0.20")
+    assert rel.release_notes_only and not rel.prerelease_only
+    assert rel.published_patches == ["0.20.%d" % n for n in range(7)] and rel.newest_patch == "0.20.6"
+    assert rel.prereleases == ["0.20.0-rc.0", "0.20.0-rc.1"]
+    assert sorted(rel.broken_patches) == ["0.20.%d" % n for n in range(6)]
+    for version, why in rel.broken_patches.items():
+        assert why["fixed_in"] == "0.20.6" and "kubernetes-sigs/kueue#18411" in why["reason"], version
+        assert "not confirmed" in why["source"], version
+    assert rel.crd_listed == ["v1beta1", "v1beta2"] and rel.kueue_api_served == ["v1beta2"]
+    removed = cat.GENERATED["0.20"]["gates_removed"]
+    assert sorted(removed) == sorted([
+        "HierarchicalCohorts", "ObjectRetentionPolicies", "MultiKueueAllowInsecureKubeconfigs",
+        "PropagateBatchJobLabelsToWorkload", "MultiKueueWaitForWorkloadAdmitted", "SchedulerLongRequeueInterval",
+        "SchedulerTimestampPreemptionBuffer", "MultiKueueRedoAdmissionOnEvictionInWorker",
+        "SkipFinalizersForPodsSuspendedByParent"])
+    assert all(r["removed_in"] == "0.20" and r["source"].startswith("#") for r in removed.values())
+    assert not set(removed) & set(rel.feature_gates)
+    # Corrected from the earlier entry: beta and on in kube_features.go of kueue main (#13863); named by the
+    # CHANGELOG, so a valid name.
+    gate = rel.feature_gates["RecomputeAssignmentUponPreemptionTargetsOverlap"]
+    assert (gate.default, gate.stage) == (True, "beta")
+    assert cat.validate_feature_gates("0.20.6", {"SkipChildJobSuspension": True,
+                                                 "KueueDRAIntegrationDeviceTaints": True}) == []
+    assert rel.gate_dependencies["FlavorFungibilityPreserveScanProgress"] == ["FlavorFungibility"]
+    assert cat.validate_feature_gates("0.20.6", {"FlavorFungibility": False})
+    assert {"enableAlphaAPIs", "controllerManager.affinity"} <= {v["key"] for v in rel.chart_values}
+    facts = dict((f["name"], f) for f in rel.changelog)
+    assert facts["clientConnection.qps"]["kind"] == "config_default" and facts["clientConnection.qps"]["new_default"] == 1000
+    assert facts["WorkloadPriorityClassDefaulting"]["severity"] == "action"
+    assert any("published_patches" in u for u in rel.unconfirmed)
+    assert any("broken_patches" in u for u in rel.unconfirmed)
+
+
+def test_021_is_the_020_record_known_only_from_release_notes():
+    old, new = cat.catalog_for("0.20"), cat.catalog_for("0.21")
+    assert new.release_notes_only and new.prerelease_only and new.newest_patch == "0.21.0"
+    assert new.published_patches == [] and new.prereleases == [] and new.broken_patches == {}
+    assert new.crd_listed == ["v1beta2"] and new.kueue_api_served == ["v1beta2"] and new.kueue_api_storage == "v1beta2"
+    assert all(c == {"served": ["v1beta2"], "storage": "v1beta2"} for c in new.crds.values())
+    assert new.gate_names() == old.gate_names() and new.gate_dependencies == old.gate_dependencies
+    assert new.frameworks == old.frameworks and new.config_api_version == old.config_api_version
+    assert cat.GENERATED["0.21"]["gates_removed"] == {}
+    assert [f["name"] for f in new.changelog] == ["v1beta1-removed", "values-schema"]
+    keys = dict((v["key"], v) for v in new.chart_values)
+    assert keys["managerConfig.structuredOverrides"]["unconfirmed"] is True
+    assert keys["managerConfig.config"]["change"] == "added"
+    assert "no CHANGELOG-0.21.md" in new.source
+    assert new.unconfirmed and "#13957" in new.source
+
+
+@pytest.mark.parametrize("minor", ["0.13", "0.16", "0.19"])
+def test_generated_minors_read_the_release_fields_as_their_defaults(minor):
+    rel = cat.catalog_for(minor)
+    assert not rel.release_notes_only and not rel.prerelease_only
+    assert rel.published_patches == rel.patches_scanned and rel.newest_patch in rel.published_patches
+    assert rel.broken_patches == {} and rel.prereleases == [] and rel.chart_values == [] and rel.unconfirmed == []
+    assert rel.crd_listed == rel.kueue_api_served
 
 
 @pytest.mark.parametrize("minor,api", [
