@@ -1721,7 +1721,7 @@ GENERATED = {
             },
             {
                 'kind': 'note',
-                'name': 'v1beta1-unserved',
+                'name': 'v1beta1',
                 'severity': 'action',
                 'text': (
                     'Kueue 0.20 no longer serves kueue.x-k8s.io/v1beta1: manifests and API clients '

@@ -587,14 +587,20 @@ def cohort_of(obj):
     return spec.get('cohortName') or spec.get('cohort') or None
 
 
+def _list_of(value):
+    """``value`` when it is a list, else [] (a wrong type is the schema check's to report, not a crash here)."""
+    return value if isinstance(value, list) else []
+
+
 def admission_check_names(obj):
     spec = obj.get('spec') or {}
     names = []
-    strategy = spec.get('admissionChecksStrategy') or {}
-    for idx, rule in enumerate(strategy.get('admissionChecks') or []):
+    strategy = spec.get('admissionChecksStrategy')
+    strategy = strategy if isinstance(strategy, dict) else {}
+    for idx, rule in enumerate(_list_of(strategy.get('admissionChecks'))):
         if isinstance(rule, dict) and rule.get('name'):
             names.append(('spec.admissionChecksStrategy.admissionChecks[%d].name' % idx, rule['name']))
-    for idx, name in enumerate(spec.get('admissionChecks') or []):
+    for idx, name in enumerate(_list_of(spec.get('admissionChecks'))):
         if isinstance(name, str):
             names.append(('spec.admissionChecks[%d]' % idx, name))
     return names

@@ -203,8 +203,14 @@ def minor_actions(prev, rec, inventory, live):
             % (minor, GROUP, rec.kueue_api_storage, prev.kueue_api_storage))
     for fact in rec.changelog:
         applied = _changelog_fact(fact, inventory, live)
-        if applied:
-            add(fact['kind'], fact['name'], applied[0], '%s (Kueue %s CHANGELOG)' % (applied[1], minor))
+        if not applied:
+            continue
+        text = '%s (Kueue %s CHANGELOG)' % (applied[1], minor)
+        same = next((a for a in out if a['name'] == fact['name'] and fact['kind'] == 'note'), None)
+        if same is not None:  # what the catalog's difference already says (a gate's new default), with the notes' why
+            same['text'] = '%s; %s' % (same['text'], text)
+            continue
+        add(fact['kind'], fact['name'], applied[0], text)
     return out
 
 

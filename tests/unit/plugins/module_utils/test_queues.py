@@ -711,3 +711,11 @@ def test_provisioning_request_check_needs_the_api():
     assert validate(mine, provisioning_request_api=True) == []
     assert validate(mine) == []
     assert validate([objs[2]], provisioning_request_api=False) == []
+
+
+@pytest.mark.parametrize("spec", [{"admissionChecks": 1}, {"admissionChecksStrategy": 1},
+                                  {"admissionChecksStrategy": {"admissionChecks": "check"}}])
+def test_admission_check_names_of_a_wrong_type_are_none_not_a_crash(spec):
+    # found by tests/unit/fuzz (a ClusterQueue with spec.admissionChecks: 1 raised TypeError); the schema check
+    # reports the type
+    assert q.admission_check_names({"spec": spec}) == []

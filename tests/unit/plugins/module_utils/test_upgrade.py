@@ -155,3 +155,32 @@ def test_a_removed_gate_in_the_helm_values_or_the_inventory_is_refused():
     text = " ".join(plan["refusals"])
     assert "controllerManager.featureGates sets HierarchicalCohorts, which Kueue 0.20 removed" in text
     assert "ObjectRetentionPolicies" in text and "kueue_feature_gates" in text
+
+
+def test_019_to_021_migrates_and_trims_before_the_hop_and_lists_both_minors():
+    published = dict(LOCAL, **{"0.20": "0.20.6", "0.21": "0.21.0"}).get
+    plan = upgrade.build("0.19.2", "0.21.0", published, {"v1beta1", "v1beta2"}, {}, {})
+    assert plan["migrate_first"] is True and plan["refusals"] == []
+    assert [(h["from"], h["to"]) for h in plan["hops"]] == [("0.19.2", "0.21.0")]
+    assert sorted(set(a["minor"] for a in plan["actions"])) == ["0.20", "0.21"]
+    lines = upgrade.lines(plan)
+    assert "storedVersions trimmed" in lines[1] and lines[2].startswith("hop 1: 0.19.2 -> 0.21.0")
+    # a declared v1beta1 object is refused for 0.21 too
+    inventory = {"declared": [("src:queues.yml#0", V1BETA1_CQ)]}
+    refused = upgrade.build("0.19.2", "0.21.0", published, {"v1beta2"}, inventory, {})["refusals"]
+    assert refused and refused[0].startswith("ClusterQueue team-a (src:queues.yml#0) is declared as "
+                                             "kueue.x-k8s.io/v1beta1, which Kueue 0.21 no longer serves")
+
+
+def test_020s_broken_patches_are_never_a_hop():
+    from ansible_collections.kueueops.aks.plugins.module_utils import release_train
+    assert release_train.broken("0.20.5") is not None and release_train.broken("0.20.6") is None
+    assert release_train.good(["0.20.5-aks.0.4.4", "0.20.6-aks.0.4.4"], minor="0.20") == ["0.20.6-aks.0.4.4"]
+
+
+def test_a_changelog_note_on_what_the_catalog_already_says_joins_its_line():
+    plan = upgrade.build("0.19.2", "0.20.6", dict(LOCAL, **{"0.20": "0.20.6"}).get, {"v1beta2"}, {}, {})
+    keys = [(a["minor"], a["name"]) for a in plan["actions"]]
+    assert len(keys) == len(set(keys)), keys
+    gate = next(a for a in plan["actions"] if a["name"] == "WorkloadPriorityClassDefaulting")
+    assert gate["kind"] == "gate_default" and "(Kueue 0.20 CHANGELOG)" in gate["text"]
