@@ -201,6 +201,7 @@ def minor_actions(prev, rec, inventory, live):
         add('storage_version', rec.kueue_api_storage, INFO, 'Kueue %s stores %s/%s instead of %s: every object is '
             'rewritten (storage migration) and each CRD\'s storedVersions trimmed'
             % (minor, GROUP, rec.kueue_api_storage, prev.kueue_api_storage))
+    _chart_value_actions(rec, inventory.get('values') or {}, add)
     for fact in rec.changelog:
         applied = _changelog_fact(fact, inventory, live)
         if not applied:
@@ -212,6 +213,25 @@ def minor_actions(prev, rec, inventory, live):
             continue
         add(fact['kind'], fact['name'], applied[0], text)
     return out
+
+
+def _chart_value_actions(rec, values, add):
+    """The chart values a minor added (one info line), and those it moved or removed that kueue_helm_values sets."""
+    added = [v['key'] for v in rec.chart_values if v.get('change') == 'added']
+    if added:
+        add('chart_values', 'added', INFO, 'the Kueue %s chart has new values: %s' % (rec.minor, ', '.join(added)))
+    for entry in rec.chart_values:
+        if entry.get('change') not in ('moved', 'removed'):
+            continue
+        if manager_config.get_path(values, entry['key'], manager_config.MISSING) is manager_config.MISSING:
+            continue
+        if entry['change'] == 'removed':
+            add('chart_value_removed', entry['key'], REFUSED, 'kueue_helm_values sets %s, which the Kueue %s chart '
+                'removed (%s): remove it' % (entry['key'], rec.minor, entry.get('text', '')))
+        else:
+            add('chart_value_moved', entry['key'], ACTION, 'kueue_helm_values sets %s; in the Kueue %s chart: %s%s'
+                % (entry['key'], rec.minor, entry.get('text', ''), ' (unconfirmed)' if entry.get('unconfirmed')
+                   else ''))
 
 
 def _changelog_fact(fact, inventory, live):

@@ -184,3 +184,20 @@ def test_a_changelog_note_on_what_the_catalog_already_says_joins_its_line():
     assert len(keys) == len(set(keys)), keys
     gate = next(a for a in plan["actions"] if a["name"] == "WorkloadPriorityClassDefaulting")
     assert gate["kind"] == "gate_default" and "(Kueue 0.20 CHANGELOG)" in gate["text"]
+
+
+def test_chart_values_a_minor_added_moved_or_removed(monkeypatch):
+    rec = cat.catalog_for("0.20")
+    monkeypatch.setattr(rec, "chart_values", [
+        {"key": "controllerManager.strategy", "change": "added"},
+        {"key": "managerConfig.old", "change": "removed", "text": "gone"},
+        {"key": "managerConfig.moved", "change": "moved", "text": "now managerConfig.config", "unconfirmed": True}])
+    values = {"managerConfig": {"old": 1, "moved": 2}}
+    plan = upgrade.build("0.19.2", "0.20.6", dict(LOCAL, **{"0.20": "0.20.6"}).get, {"v1beta2"}, {"values": values}, {})
+    by_kind = dict((a["kind"], a) for a in plan["actions"])
+    assert by_kind["chart_values"]["text"] == "the Kueue 0.20 chart has new values: controllerManager.strategy"
+    assert by_kind["chart_value_moved"]["severity"] == "action" and "(unconfirmed)" in by_kind["chart_value_moved"]["text"]
+    assert any("kueue_helm_values sets managerConfig.old, which the Kueue 0.20 chart removed" in r
+               for r in plan["refusals"])
+    plain = upgrade.build("0.19.2", "0.20.6", dict(LOCAL, **{"0.20": "0.20.6"}).get, {"v1beta2"}, {}, {})
+    assert plain["refusals"] == [] and "chart_value_moved" not in [a["kind"] for a in plain["actions"]]
