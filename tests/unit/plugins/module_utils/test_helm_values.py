@@ -238,22 +238,21 @@ integrations:
 
 def test_the_aks_documents_v1beta1_configuration_is_converted_for_a_release_that_decodes_only_v1beta2():
     notes = []
-    out = hv.render_values("0.20.6", None, None, {"managerConfig": {"controllerManagerConfigYaml": AKS_DOC_CONFIG}},
-                        None, notes=notes)
+    aks_doc_values = {"managerConfig": {"controllerManagerConfigYaml": AKS_DOC_CONFIG}}
+    out = hv.render_values("0.20.6", None, None, aks_doc_values, None, notes=notes)
     cfg = yaml.safe_load(out["managerConfig"]["controllerManagerConfigYaml"])
     assert cfg == {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                    "integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]}}
     assert len(notes) == 1 and "converted to v1beta2" in notes[0] and "Kueue 0.20" in notes[0]
     # 0.19 still decodes v1beta1: left as it is, nothing said
     notes = []
-    out = hv.render_values("0.19.2", None, None, {"managerConfig": {"controllerManagerConfigYaml": AKS_DOC_CONFIG}},
-                        None, notes=notes)
+    out = hv.render_values("0.19.2", None, None, aks_doc_values, None, notes=notes)
     assert out["managerConfig"]["controllerManagerConfigYaml"] == AKS_DOC_CONFIG and notes == []
     # with the integrations option, the user's Configuration is the base: converted the same way
     notes = []
-    out = hv.render_values("0.20.6", None, ["batch/job"], {"managerConfig": {"controllerManagerConfigYaml":
-                                                                          "apiVersion: config.kueue.x-k8s.io/v1beta1\n"
-                                                                          "kind: Configuration\n"}}, None, notes=notes)
+    bare = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
+    out = hv.render_values("0.20.6", None, ["batch/job"], {"managerConfig": {"controllerManagerConfigYaml": bare}},
+                           None, notes=notes)
     assert yaml.safe_load(out["managerConfig"]["controllerManagerConfigYaml"])["apiVersion"] == (
         "config.kueue.x-k8s.io/v1beta2") and notes
 
@@ -280,6 +279,6 @@ def test_what_the_conversion_drops_is_refused_naming_the_key(key, yaml_text, rep
         hv.render_values("0.20.6", None, None, {"managerConfig": {"controllerManagerConfigYaml": text}}, None)
     assert err.value.field == "values" and key in err.value.problem and replacement in err.value.fix
     with pytest.raises(KueueOpsError) as err:
-        hv.render_values("0.20.6", None, None, {"managerConfig": {"controllerManagerConfigYaml":
-                                                                "apiVersion: config.kueue.x-k8s.io/v1alpha9\n"}}, None)
+        alpha = "apiVersion: config.kueue.x-k8s.io/v1alpha9\n"
+        hv.render_values("0.20.6", None, None, {"managerConfig": {"controllerManagerConfigYaml": alpha}}, None)
     assert "does not understand" in err.value.problem

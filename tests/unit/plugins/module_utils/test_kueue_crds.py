@@ -14,8 +14,6 @@ def test_needs_migration(stored, needed):
     assert kc.crd_state(crd(stored))["storage_version"] == "v1beta2"
 
 
-
-
 def test_kueue_crds_keeps_only_kueues_group_sorted():
     class Listing:
         def items(self, path):
