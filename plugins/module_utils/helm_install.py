@@ -481,6 +481,9 @@ class KueueHelm(ModuleRun):
             raise managed_extension_error(extension)
         self.login(runner)
         current = self.release(runner)
+        wanted = (p["chart_version"] or "latest").strip()
+        if wanted != "latest" and p["chart_ref"].startswith("oci://"):  # a pin: its gates checked before the registry
+            check_catalog(check_semver(wanted), p.get("feature_gates"), p.get("integrations"))
         version = self.resolve_version(runner, chart_version_of(current) if current else None)
         result["chart_version"] = version
         if current:
