@@ -80,7 +80,7 @@ if [ "$CORE" = 2.21 ] && [ $# = 0 ]; then
         rc=1
     else
         echo "compat: every module of plugins/modules ran on ansible-core $CORE (tasks per module:" \
-             "$(sort "$KUEUEOPS_MODULES_RAN" | uniq -c | sort -rn | awk '{printf "%s%s %d", NR > 1 ? ", " : "", $2, $1}'))"
+             "$(sort "$KUEUEOPS_MODULES_RAN" | uniq -c | sort -rn | awk '{printf "%s%s %d", (NR > 1 ? ", " : ""), $2, $1}'))"
     fi
 fi
 echo "compat: ansible-core $("$VENV/bin/python" -c 'from ansible.release import __version__; print(__version__)')," \
