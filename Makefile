@@ -15,6 +15,9 @@ export TEST_WORKERS
 # make test runs the 2.16 compat job beside the main run (hack/test.sh) with this many workers, in $(KUEUEOPS_RUN_DIR)-compat-gw0.
 COMPAT_WORKERS ?= 1
 export COMPAT_WORKERS
+# ... and the ansible-core 2.21 job with this many, in $(KUEUEOPS_RUN_DIR)-core221-gw0.
+CORE221_WORKERS ?= 1
+export CORE221_WORKERS
 
 .PHONY: help
 help: ## Show the targets
@@ -68,7 +71,7 @@ unit: venv ## Unit tests (pure logic, no cluster)
 	$(VPY) -m pytest tests/unit -q
 
 .PHONY: sanity
-sanity: venv ## ansible-test sanity (no ignore files) and ansible-lint --profile production
+sanity: venv ## ansible-test sanity (no ignore files) on 2.19, 2.20, 2.21, 2.22 and ansible-lint --profile production
 	hack/sanity.sh
 
 .PHONY: integration
@@ -83,8 +86,20 @@ test-cluster: venv ## The ansible-test integration targets against your cluster:
 compat: venv toolchain ## Unit tests and site/configure/status/uninstall/restore playbooks on ansible-core 2.16 (.venv-compat)
 	hack/compat.sh
 
+.PHONY: python
+python: ## Python 3.13 for the ansible-core 2.20+ venvs: built once from Debian's source package into ~/.cache/kueueops (hack/python.sh)
+	hack/python.sh 3.13
+
+.PHONY: core221
+core221: venv toolchain ## Unit tests and the playbooks users run on ansible-core 2.21, Python 3.13 (.venv-2.21; hack/matrix.sh)
+	KUEUEOPS_RUN_DIR=$(KUEUEOPS_RUN_DIR)-core221 TEST_WORKERS=$(CORE221_WORKERS) COMPAT_CORE=2.21 hack/compat.sh
+
+.PHONY: sanity-matrix
+sanity-matrix: venv ## ansible-test sanity on ansible-core 2.20, 2.21 and 2.22 (Python 3.13, one venv each)
+	hack/sanity.sh matrix
+
 .PHONY: test
-test: venv toolchain ## Everything CI runs, three jobs at once (hack/test.sh): sanity + lint, the tests, the 2.16 compat job
+test: venv toolchain ## Everything CI runs, four jobs at once (hack/test.sh): sanity + lint, the tests, the 2.16 and 2.21 jobs
 	hack/test.sh
 
 .PHONY: demo

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Sanity and lint for the kueueops.aks collection, offline-friendly.
 #
-#   hack/sanity.sh            # ansible-test sanity (no ignore files) + ansible-lint
-#   hack/sanity.sh sanity     # only ansible-test sanity
+#   hack/sanity.sh            # ansible-test sanity (no ignore files) on .venv's 2.19, the lints below, then the
+#                             # sanity of every newer release of the matrix (hack/matrix.sh: 2.20, 2.21, 2.22)
+#   hack/sanity.sh sanity     # only ansible-test sanity, in $VENV (default .venv)
+#   hack/sanity.sh matrix     # only the newer releases' sanity, each in its own venv (.venv-sanity-2.2x: that
+#                             # ansible-core alone, on Python 3.13 from hack/python.sh; built once, hack/venv.sh)
 #   hack/sanity.sh lint       # only the lint of tests/ and hack/ (flake8, bash -n), ansible-lint
 #                             # --profile production, antsibull-changelog and antsibull-docs lint
 #   hack/sanity.sh sanity [ANSIBLE-TEST ARGS]   # e.g. --test pep8, or target paths
@@ -88,6 +91,17 @@ args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
 sys.exit(main(["install", "--no-index", "--find-links", "$wheeldir", "--upgrade", "--force-reinstall"] + args))
 PYEOF
 
+    # (c) ansible-test's pins that name a source archive on GitHub (ansible-core 2.22.0rc1: dill, at a commit no release
+    # on PyPI has) cannot be fetched here, where only the package registries are reachable: such a pin becomes the package's
+    # name, so pip takes its newest release from the index, and says so; every other pin stays as ansible-test has it.
+    local reqdir pinned
+    reqdir=$("$PY" -c 'import ansible_test, os; print(os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements"))')
+    for pinned in $(grep -lE '^[A-Za-z0-9_.-]+ *@ *https://github\.com/' "$reqdir"/*.txt 2>/dev/null); do
+        echo "sanity.sh: $(basename "$pinned"): $(grep -hE '^[A-Za-z0-9_.-]+ *@ *https://github\.com/' "$pinned" \
+              | sed -E 's/ *@ */ pinned to /' | tr '\n' ' ')-> the newest release on the package index"
+        sed -i -E 's/^([A-Za-z0-9_.-]+) *@ *https:\/\/github\.com\/.*$/\1/' "$pinned"
+    done
+
     # build, install, git, test
     work=$(mktemp -d "${TMPDIR:-/tmp}/kueueops-sanity.XXXXXX")
     trap 'rm -rf "$work"' RETURN
@@ -107,7 +121,7 @@ run_source_lint() {
     # undefined names), and bash -n on the shell scripts.
     echo "sanity.sh: flake8 on tests/ and hack/ (ansible-test's pep8 settings + pyflakes), bash -n on hack/*.sh"
     (cd "$ROOT" && flake8 --max-line-length 160 --extend-ignore E402,W503,W504,E741,E203,E701,E704 \
-        --exclude .venv,.venv-compat,.run,tests/output,__pycache__ tests hack)
+        --exclude .venv,.venv-compat,.venv-2.*,.venv-sanity-*,.run,tests/output,__pycache__ tests hack)
     local script
     for script in "$ROOT"/hack/*.sh; do bash -n "$script"; done
 }
@@ -129,9 +143,46 @@ run_lint() {
         && ANSIBLE_COLLECTIONS_PATH="$ROOT/.venv/collections" antsibull-docs lint-collection-docs --plugin-docs .)
 }
 
+# CPU seconds of the children this shell has waited for (and theirs): /proc's cutime + cstime.
+children_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%d", ($16 + $17) / hz}' /proc/$$/stat; }
+
+# "LABEL: N s, N CPU s" after running the command (its output as is).
+timed() {
+    local label=$1 start cpu rc=0
+    shift
+    start=$(date +%s)
+    cpu=$(children_cpu)
+    "$@" || rc=$?
+    echo "sanity.sh: $label: exit $rc, $(( $(date +%s) - start )) s, $(( $(children_cpu) - cpu )) CPU s"
+    return $rc
+}
+
+run_matrix() {
+    # shellcheck source=hack/matrix.sh
+    source "$ROOT/hack/matrix.sh"
+    local release venv rc=0
+    for release in "${MATRIX_SANITY[@]}"; do
+        venv=$ROOT/.venv-sanity-$release
+        matrix_venv "$venv" "$release" || { rc=1; continue; }
+        echo "sanity.sh: ansible-core $("$venv/bin/python" -c 'from ansible.release import __version__ as v; print(v)')" \
+             "on Python $("$venv/bin/python" -c 'import platform; print(platform.python_version())')"
+        timed "ansible-test sanity on ansible-core $release" \
+            env VENV="$venv" SANITY_PYTHON= "$ROOT/hack/sanity.sh" sanity "$@" || rc=1
+    done
+    return $rc
+}
+
 case "$WHAT" in
-    all) run_sanity; run_lint ;;
+    all)
+        # Each part in its own process (set -e holds there), the next one run whatever the previous gave.
+        rc=0
+        timed "ansible-test sanity on ansible-core $("$PY" -c 'from ansible.release import __version__ as v; print(v)')" \
+            "$ROOT/hack/sanity.sh" sanity || rc=1
+        "$ROOT/hack/sanity.sh" lint || rc=1
+        "$ROOT/hack/sanity.sh" matrix || rc=1
+        exit $rc ;;
     sanity) run_sanity "$@" ;;
     lint) run_lint ;;
-    *) echo "usage: $0 [all|sanity|lint]" >&2; exit 2 ;;
+    matrix) run_matrix "$@" ;;
+    *) echo "usage: $0 [all|sanity|lint|matrix]" >&2; exit 2 ;;
 esac

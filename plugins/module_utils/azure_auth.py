@@ -17,7 +17,8 @@ import os
 
 from urllib.parse import urlparse
 
-from ansible.module_utils.basic import env_fallback, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
+from ansible.module_utils.common.parameters import env_fallback
 
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_sdk import azure_import_error, azure_module
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError

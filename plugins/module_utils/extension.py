@@ -129,8 +129,8 @@ def follows_train_warning(params, current):
     return ('extension %s follows release train %s with autoUpgradeMinorVersion on: AKS upgrades it to a new Kueue '
             'minor by itself, without the plan, the verified backup and the checks of %s. The kueue role pins the '
             'extension (kueue_extension_version: latest, the newest patch of the installed minor) unless '
-            'kueue_extension_auto_upgrade_minor_version is true' % (params.get('name'), params.get('release_train'),
-                                                                     release_train.UPGRADE_PLAYBOOK))
+            'kueue_extension_auto_upgrade_minor_version is true'
+            % (params.get('name'), params.get('release_train'), release_train.UPGRADE_PLAYBOOK))
 
 
 def resolve_version(params, current, offered):

@@ -508,7 +508,7 @@ class KueueHelm(ModuleRun):
         result["notices"] = list(self.notices)
         # What helm records as the release's user-supplied values: the files, then our rendered file.
         desired = normalize(values)
-        result["values"] = desired
+        result["release_values"] = desired
 
         before_values = normalize(runner.get_values(p["release_name"], p["release_namespace"])) if current else None
         before, after, changed = release_plan(current, before_values, version, desired)

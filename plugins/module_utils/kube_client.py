@@ -16,7 +16,8 @@ import tempfile
 import traceback
 from urllib.parse import quote, urlsplit
 
-from ansible.module_utils.basic import env_fallback, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
+from ansible.module_utils.common.parameters import env_fallback
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import (
     REDACTED,

@@ -96,8 +96,8 @@ def check_minor(installed, wanted, field, variable='kueue_version'):
     direction = 'upgrade' if _parse(wanted).core > _parse(installed).core else 'downgrade'
     raise KueueOpsError(
         'Kueue %s is installed, and %s would %s it to another minor (%s -> %s); an install never crosses a minor: '
-        'only %s does, after a plan and a verified backup' % (installed, wanted, direction, minor_of(installed),
-                                                               minor_of(wanted), UPGRADE_PLAYBOOK),
+        'only %s does, after a plan and a verified backup'
+        % (installed, wanted, direction, minor_of(installed), minor_of(wanted), UPGRADE_PLAYBOOK),
         field=field,
         fix='keep %s on %s (latest stays on the installed minor, or pin a %s.x patch), or cross the minor with %s'
             % (field, minor_of(installed), minor_of(installed), upgrade_pointer(wanted, variable)))

@@ -289,11 +289,10 @@ def declared_problems(hops, declared, values, target):
             group, _sep, version = api.rpartition('/')
             if group == GROUP and version not in rec.kueue_api_served:
                 meta = doc.get('metadata') or {}
+                named = '/'.join(str(p) for p in (meta.get('namespace'), meta.get('name')) if p)
                 problems.append('%s %s (%s) is declared as %s, which Kueue %s no longer serves: declare it as %s/%s '
                                 '(kueueops.aks.kueue_queues converts the fields Kueue renamed; kubectl and GitOps do '
-                                'not)' % (doc.get('kind'), '/'.join(str(p) for p in (meta.get('namespace'),
-                                                                                   meta.get('name')) if p),
-                                          origin, api, rec.minor, GROUP, rec.kueue_api_storage))
+                                'not)' % (doc.get('kind'), named, origin, api, rec.minor, GROUP, rec.kueue_api_storage))
         problems.extend(_values_problems(rec, values or {}))
     return _unique(problems)
 

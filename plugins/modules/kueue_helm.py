@@ -276,10 +276,14 @@ release:
   returned: when the release exists after the run
   type: dict
   sample: {name: kueue, namespace: kueue-system, revision: "2", status: deployed, chart: kueue-0.19.2, app_version: v0.19.2}
-values:
-  description: The user-supplied values the release has (or would have), including the rendered gates and Configuration.
+release_values:
+  description:
+    - The user-supplied values the release has (or would have), including the rendered gates and Configuration
+      (what C(helm get values) prints); named after the O(values) option's alias O(release_values), as
+      kubernetes.core.helm names that option.
   returned: when O(state=present)
   type: dict
+  sample: {controllerManager: {featureGates: [{name: TopologyAwareScheduling, enabled: true}]}}
 helm_version:
   description: Version of the helm binary used.
   returned: always

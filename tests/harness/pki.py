@@ -27,8 +27,21 @@ def _key_pem(key) -> bytes:
     )
 
 
+def _has_subject_key_identifier(cert) -> bool:
+    try:
+        cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier)
+        return True
+    except x509.ExtensionNotFound:
+        return False
+
+
 class CA:
-    """A certificate authority kept as two PEM files in a folder."""
+    """A certificate authority kept as two PEM files in a folder.
+
+    Its certificates are what RFC 5280 asks (a Subject Key Identifier on each, an Authority Key Identifier on the
+    ones it issues): Python 3.13's ``ssl.create_default_context()`` verifies with ``VERIFY_X509_STRICT``, which
+    refuses a chain without them ("Missing Authority Key Identifier"), and the harness, the tests and the
+    ansible-core 2.21 job (Python 3.13) verify the cluster's and the emulator's certificates that way."""
 
     def __init__(self, folder: str):
         self.folder = folder
@@ -36,10 +49,13 @@ class CA:
         self.key_path = os.path.join(folder, "ca.key")
         if os.path.exists(self.cert_path) and os.path.exists(self.key_path):
             with open(self.cert_path, "rb") as handle:
-                self.cert = x509.load_pem_x509_certificate(handle.read())
-            with open(self.key_path, "rb") as handle:
-                self.key = serialization.load_pem_private_key(handle.read(), None)
-            return
+                cert = x509.load_pem_x509_certificate(handle.read())
+            # A CA written before the key identifiers were added is made anew (its folder is a run's own).
+            if _has_subject_key_identifier(cert):
+                self.cert = cert
+                with open(self.key_path, "rb") as handle:
+                    self.key = serialization.load_pem_private_key(handle.read(), None)
+                return
         os.makedirs(folder, mode=0o700, exist_ok=True)
         self.key = ec.generate_private_key(ec.SECP256R1())
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kueueops-local-ca")])
@@ -61,6 +77,7 @@ class CA:
                 ),
                 critical=True,
             )
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(self.key.public_key()), critical=False)
             .sign(self.key, hashes.SHA256())
         )
         _write(self.key_path, _key_pem(self.key))
@@ -92,6 +109,8 @@ class CA:
             .not_valid_after(now + _VALIDITY)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), critical=False)
         )
         sans = [x509.DNSName(n) for n in dns_names]
         sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]

@@ -2,9 +2,10 @@
 ansible-playbook: the queue configuration of playbooks/vars/queues.yml applied (then changed=0), and
 status.yml's report showing those queues.
 
-It runs in the main suite (.venv's ansible-core) and in hack/compat.sh (.venv-compat, ansible-core 2.16,
-the oldest meta/runtime.yml accepts), beside test_site.py and the uninstall/restore round trip, so the
-compat job covers the role's configure_queues entry point and the status report as users on 2.16 run them.
+It runs in hack/compat.sh's jobs (hack/matrix.sh): .venv-compat, ansible-core 2.16, the oldest meta/runtime.yml
+accepts, and .venv-2.21, the newest release line (on which, as test_site.py and the uninstall/restore round trip,
+it runs instead of in the main run), so both cover the role's configure_queues entry point and the status report
+as their users run them.
 
 The job roles kueueops.aks.install, configure_queues and uninstall_with_backup (issue 13) run here too, on the same
 Kueue, in one playbook: all three through `roles:` (the uninstall backs up and uninstalls), then a reinstall through

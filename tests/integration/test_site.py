@@ -3,11 +3,13 @@ example queue configuration of playbooks/vars/queues.yml, and proves that every 
 LocalQueue admits a Job; the second run changes nothing (issues 3 and 4)."""
 from __future__ import annotations
 
+import json
 import os
 
 from kubernetes import client
 
 from .ansible import run_playbook
+from .kubeutil import helm
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE = os.path.join(REPO, "playbooks", "site.yml")
@@ -18,6 +20,13 @@ def test_site_installs_configures_and_proves_admission(cluster, kube):
     extra = {"kueue_smoke_test": True}
     first = run_playbook(SITE, extravars=extra, extra_args=QUEUES)
     assert first.rc == 0, first.stdout[-4000:]
+    # kueue_helm returns the release's user-supplied values as release_values (`values` is a dict method's name,
+    # refused as a return key by ansible-core 2.21): what helm itself recorded.
+    installed = first.result("Install or upgrade Kueue")
+    assert "values" not in installed
+    recorded = json.loads(helm(cluster, os.environ["HELM_V3"], "get", "values", "kueue", "-n", "kueue-system",
+                               "-o", "json").stdout or "{}")
+    assert installed["release_values"] == recorded and recorded, installed["release_values"]
     applied = first.result("Apply the Kueue queue configuration")
     assert applied["changed"] is True
     assert applied.get("not_active", []) == []

@@ -1,0 +1,77 @@
+# The ansible-core releases CI tests, and how: sourced by hack/compat.sh (the playbook jobs) and hack/sanity.sh (the
+# sanity runs), which hack/test.sh runs at once. meta/runtime.yml and the README state this same matrix
+# (tests/unit/test_matrix.py compares them with it).
+#
+#   release  Python               venv                              what CI runs on it
+#   2.16     3.11 (the machine's) .venv-compat                      unit tests + the playbook files of COMPAT_TESTS[2.16]
+#   2.19     3.11                 .venv (requirements-test.txt)     everything else: sanity, lint, the main pytest run
+#   2.20     3.13 (hack/python.sh) .venv-sanity-2.20                ansible-test sanity
+#   2.21     3.13                 .venv-2.21, .venv-sanity-2.21     sanity; unit tests + the playbook files of COMPAT_TESTS[2.21]
+#   2.22     3.13                 .venv-sanity-2.22                 ansible-test sanity (the newest 2.22 on PyPI, beta or final)
+# ansible-core 2.20 and later need a Python 3.12+ controller (2.22: 3.13+); Debian 12 has 3.11, so hack/python.sh builds
+# 3.13 once into ~/.cache/kueueops. Each venv is built once per set of requirements by hack/venv.sh (cached in
+# ~/.cache/kueueops/venvs) and copied into the checkout. The specifiers take the newest release of the line when a
+# venv is built (a new requirements file or Python rebuilds it); `~=2.22.0rc1` lets pip take pre-releases of 2.22.
+
+# shellcheck shell=bash
+MATRIX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# ansible-test sanity, in this order, after the one of .venv (2.19).
+MATRIX_SANITY=(2.20 2.21 2.22)
+
+# pip's specifier of each release.
+matrix_spec() {
+    case $1 in
+        2.16) echo "ansible-core~=2.16.0" ;;
+        2.20) echo "ansible-core~=2.20.0" ;;
+        2.21) echo "ansible-core~=2.21.0" ;;
+        2.22) echo "ansible-core~=2.22.0rc1" ;;
+        *) echo "matrix.sh: no ansible-core $1 in the matrix" >&2; return 2 ;;
+    esac
+}
+
+# The Python interpreter a release's venv is built with (hack/python.sh builds or reuses 3.13).
+matrix_python() {
+    case $1 in
+        2.16|2.19) echo "${PY:-python3}" ;;
+        *) "$MATRIX_ROOT/hack/python.sh" 3.13 ;;
+    esac
+}
+
+# The test files each playbook job runs with its venv's Python (tests/integration/ansible.py then runs that venv's
+# ansible-playbook). The 2.21 files are left out of the main run (hack/test.sh), not run twice; the 2.16 files run
+# in both (the 2.16 job is the oldest release's check, the main run keeps its own coverage of 2.19).
+COMPAT_TESTS_216=(
+    tests/unit
+    tests/integration/test_site.py
+    tests/integration/test_compat.py
+    tests/integration/test_uninstall_restore.py::test_helm_and_managed_extension_both_present_is_refused_before_anything
+    tests/integration/test_uninstall_restore.py::test_uninstall_then_restore_round_trip
+    tests/integration/test_extension_path.py
+)
+# Every module runs at least once here (hack/compat.sh checks it): kueue_helm, kueue_verify, kueue_queues,
+# kueue_capacity_info, kueue_info (site.yml, test_site.py); configure_queues.yml and status.yml, the job roles through
+# roles:/include_role/import_role (test_compat.py); status.yml with drift, kueue_drift_info (test_drift.py);
+# uninstall.yml with backup and restore.yml: kueue_backup, kueue_gitops, kueue_jobs_info (test_uninstall_restore.py);
+# upgrade.yml on Helm 0.15 -> 0.17 -> 0.19: kueue_upgrade_plan, kueue_storage_migration (test_upgrade.py); site.yml
+# on the managed extension against the ARM emulator, kueue_extension, uninstall/restore and migrate.yml
+# (test_extension_path.py); kueue_multikueue_worker (test_kueue_multikueue_worker.py).
+COMPAT_TESTS_221=(
+    tests/unit
+    tests/integration/test_site.py
+    tests/integration/test_compat.py
+    tests/integration/test_drift.py
+    tests/integration/test_uninstall_restore.py
+    tests/integration/test_upgrade.py
+    tests/integration/test_extension_path.py
+    tests/integration/test_kueue_multikueue_worker.py
+)
+
+# Build or reuse DEST with RELEASE's ansible-core (SPEC=... instead) and PIP_ARGS, on its Python: matrix_venv DEST RELEASE PIP_ARGS...
+matrix_venv() {
+    local dest=$1 release=$2 py spec
+    shift 2
+    py=$(matrix_python "$release") || return 1
+    spec=${SPEC:-$(matrix_spec "$release")} || return 1
+    PY=$py "$MATRIX_ROOT/hack/venv.sh" "$dest" "$spec" "$@"
+}
