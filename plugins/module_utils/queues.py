@@ -826,7 +826,7 @@ def validate(objects, live, namespaces, create_namespaces=False, aks_managed=Fal
                     problems.append(Problem(label, 'spec.parameters.name',
                                             missing_text('MultiKueueConfig', params['name'])))
         if kind == 'MultiKueueConfig':
-            for idx, cluster in enumerate(spec.get('clusters') or []):
+            for idx, cluster in enumerate(_list_of(spec.get('clusters'))):
                 if isinstance(cluster, str) and not exists('MultiKueueCluster', cluster):
                     problems.append(Problem(label, 'spec.clusters[%d]' % idx,
                                             missing_text('MultiKueueCluster', cluster)))

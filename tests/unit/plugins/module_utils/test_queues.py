@@ -719,3 +719,10 @@ def test_admission_check_names_of_a_wrong_type_are_none_not_a_crash(spec):
     # found by tests/unit/fuzz (a ClusterQueue with spec.admissionChecks: 1 raised TypeError); the schema check
     # reports the type
     assert q.admission_check_names({"spec": spec}) == []
+
+
+def test_a_multikueue_config_whose_clusters_is_not_a_list_is_not_a_crash():
+    # found by tests/unit/fuzz (spec.clusters: true raised TypeError in validate)
+    config = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig", "metadata": {"name": "m"},
+              "spec": {"clusters": True}}
+    q.validate([config], {}, set())
