@@ -83,6 +83,7 @@ OPTION_VARIABLES = {
         'create_namespaces': 'kueue_create_namespaces',
         'kueue_namespace': 'kueue_namespace',
         'timeout': 'kueue_queues_timeout',
+        'allow_other_cluster': 'kueue_restore_allow_other_cluster (the inventory hosts to restore into)',
     },
     'kueue_extension': {
         'resource_group': 'kueue_aks_resource_group',
@@ -107,6 +108,7 @@ OPTION_VARIABLES = {
         'cluster_name': 'kueue_backup_cluster_name',
         'cluster_resource_id': 'kueue_backup_cluster_resource_id',
         'kueue_namespace': 'kueue_namespace',
+        'allow_other_cluster': 'kueue_restore_allow_other_cluster (the inventory hosts to restore into)',
     },
     'kueue_gitops': {
         'objects': 'kueue_gitops_pause',
