@@ -750,6 +750,7 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     namespaces = engine.list_namespaces() if any(o['kind'] in api.NAMESPACED for o in objects) else set()
     desired_keys = set(api.obj_key(o) for o in objects)
     prune_keys = _prune_keys(params, live, desired_keys, engine.manager, aks_managed)
+    result['local_queues'] = sorted('%s/%s' % (ns, name) for kind, ns, name in desired_keys if kind == 'LocalQueue')
     # The Secrets this run deals with: declared ones, those the declared MultiKueueClusters use, and
     # those of MultiKueueClusters being pruned (candidates for pruning themselves).
     secret_names = set(o['metadata']['name'] for o in objects if o['kind'] == 'Secret')

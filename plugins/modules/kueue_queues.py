@@ -315,6 +315,13 @@ same_cluster:
     O(allow_other_cluster)).
   returned: when O(src) is a backup folder of M(kueueops.aks.kueue_backup)
   type: bool
+local_queues:
+  description: The LocalQueues the input declares, as C(NAMESPACE/NAME), sorted (what the role's smoke test takes
+    when C(kueue_smoke_test_queues) is empty).
+  returned: O(state=present)
+  type: list
+  elements: str
+  sample: [team-a/user-queue]
 dry_runs:
   description: How many objects went through the server-side dry-run; the others were found unchanged from their
     live version (see the description). With O(hold_admission), every ClusterQueue is dry-run when anything is.
