@@ -62,6 +62,7 @@ OPTION_VARIABLES = {
         'smoke_test': 'kueue_smoke_test_queues',
         'smoke_test_requests': 'kueue_smoke_test_requests',
         'multikueue_admission_check': 'kueue_multikueue_admission_check',
+        'multikueue_token_horizon': 'kueue_multikueue_token_warn_horizon',
     },
     'kueue_multikueue_worker': {
         'namespace': 'kueue_namespace',
