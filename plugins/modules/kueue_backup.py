@@ -90,7 +90,8 @@ options:
       - Take no backup; check the existing backup folder at this path instead. Every file the folder's
         C(manifest.json) lists must be present with its recorded sha256, and no other file may be in the folder
         (except C(gitops.json), the record of the role C(uninstall_with_backup)); otherwise the module fails
-        naming every file at fault. Reads nothing from the cluster and never reports a change.
+        naming every file at fault. Reads nothing from the cluster (but its identity with O(check_cluster)) and never
+        reports a change.
       - What restores run on a backup before applying it. Exclusive with O(dest) and O(path).
     type: path
   check_cluster:
@@ -110,9 +111,9 @@ options:
   compare_path:
     description:
       - Compare the live cluster with this existing backup folder instead of writing one (its checksums are checked
-        first, then that it is a backup of this cluster, as with O(check_cluster)) - every object of the backup, converted to the API version the cluster serves now, against the live
-        object, normalised the same way (what a backup would hold), and the Workloads counted now against the
-        backup's counts (none lost, none that was admitted pending again). Reads only; RV(matches) and
+        first, then that it is a backup of this cluster, as with O(check_cluster)) - every object of the backup,
+        converted to the API version the cluster serves now, against the live object, normalised the same way (what
+        a backup would hold), and the Workloads counted now against the backup's counts (none lost, none that was admitted pending again). Reads only; RV(matches) and
         RV(differences) say the outcome and the module does not fail on a difference (the role entry point
         C(upgrade) asserts it after the last hop). Exclusive with O(dest), O(path) and O(verify_path).
     type: path

@@ -630,8 +630,8 @@ def test_multikueue_token_expiry_warns_inside_the_horizon_and_masks_the_token():
 
     objects = {
         "/apis/kueue.x-k8s.io/v1beta2/multikueueclusters": [
-            {"metadata": {"name": name}, "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret",
-                                                                                  "location": "mk-" + name}}}}
+            {"metadata": {"name": name},
+             "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "mk-" + name}}}}
             for name in ("a", "b", "gone")],
         "/api/v1/namespaces/kueue-system/secrets/mk-a": kubeconfig(soon),
         "/api/v1/namespaces/kueue-system/secrets/mk-b": kubeconfig(later),
