@@ -113,8 +113,8 @@ options:
       - Compare the live cluster with this existing backup folder instead of writing one (its checksums are checked
         first, then that it is a backup of this cluster, as with O(check_cluster)) - every object of the backup,
         converted to the API version the cluster serves now, against the live object, normalised the same way (what
-        a backup would hold), and the Workloads counted now against the backup's counts (none lost, none that was admitted pending again). Reads only; RV(matches) and
-        RV(differences) say the outcome and the module does not fail on a difference (the role entry point
+        a backup would hold), and the Workloads counted now against the backup's counts (none lost, none that was
+        admitted pending again). Reads only; RV(matches) and RV(differences) say the outcome and the module does not fail on a difference (the role entry point
         C(upgrade) asserts it after the last hop). Exclusive with O(dest), O(path) and O(verify_path).
     type: path
   verify:
