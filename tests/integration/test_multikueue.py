@@ -208,8 +208,9 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
         assert 29 * 86400 < token["seconds_left"] <= 30 * 86400, token
     warned = " ".join(status.result("Check Kueue and read its queues", "manager").get("warnings", []))
     assert "MultiKueueCluster worker-1" in warned and "playbooks/multikueue.yml" in warned, warned
-    shown = " ".join(status.result("Show when each MultiKueue worker token expires", "manager")["msg"])
-    assert "worker-2" in shown and "expires in" in shown, shown
+    shown = "\n".join(status.result("Show the status", "manager")["msg"])
+    assert "MultiKueue: 2 worker token(s) to re-issue" in shown and "MultiKueue worker tokens" in shown, shown
+    assert "WARNING: expires in" in shown and "worker-2" in shown, shown
     for kubeconfig in _secret_kubeconfigs(m_api).values():
         token = kubeconfig["users"][0]["user"]["token"]
         assert token and token not in status.stdout + status.stderr
