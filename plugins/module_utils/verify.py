@@ -776,13 +776,19 @@ def multikueue_token_expiry(cluster, namespace, group_version, no_log_values, no
     except ApiException as exc:
         if exc.status == 404:  # Kueue not installed, or a release without MultiKueue: no token to read
             return out
-        raise
+        return [{"cluster": "-", "secret": None, "expires": None, "seconds_left": None, "warning": True,
+                 "reason": "cannot list the MultiKueueClusters: %s" % api_exception_message(exc)}]
     for mkc in sorted(clusters, key=lambda o: o["metadata"]["name"]):
         _field, secret_name = secret_ref(mkc)
         entry = {"cluster": mkc["metadata"]["name"], "secret": secret_name, "expires": None, "seconds_left": None,
                  "warning": False, "reason": ""}
         out.append(entry)
-        secret = cluster.get(path("v1", "secrets", namespace, secret_name)) if secret_name else None
+        try:
+            secret = cluster.get(path("v1", "secrets", namespace, secret_name)) if secret_name else None
+        except ApiException as exc:
+            entry.update(warning=True, reason="cannot read its Secret %s/%s: %s" % (
+                namespace, secret_name, api_exception_message(exc)))
+            continue
         if secret is None:
             entry["reason"] = ("its kubeconfig Secret %s/%s does not exist" % (namespace, secret_name) if secret_name
                                else "it reads its kubeconfig from no Secret (a Path or a ClusterProfile)")
