@@ -756,7 +756,7 @@ def kubeconfig_tokens(text):
     """The bearer tokens of a kubeconfig's users (``users[].user.token``), from its YAML text."""
     try:
         docs = yaml_docs.load_all(text)
-    except Exception:  # pylint: disable=broad-except - a kubeconfig that is not YAML has no token to read
+    except yaml_docs.yaml.YAMLError:  # a kubeconfig that is not YAML has no token to read
         return []
     doc = docs[0] if docs and isinstance(docs[0], dict) else {}
     users = doc.get("users") if isinstance(doc.get("users"), list) else []

@@ -652,3 +652,10 @@ def test_multikueue_token_expiry_warns_inside_the_horizon_and_masks_the_token():
     assert by["gone"]["warning"] and "does not exist" in by["gone"]["reason"]
     assert soon in masked and later in masked
     assert soon not in repr(got) and later not in repr(got)
+
+
+def test_kubeconfig_tokens_reads_the_users_tokens_and_nothing_from_what_is_not_yaml():
+    from ansible_collections.kueueops.aks.plugins.module_utils.verify import kubeconfig_tokens
+    text = "users:\n- name: a\n  user: {token: t1}\n- name: b\n  user: {client-certificate-data: x}\n"
+    assert kubeconfig_tokens(text) == ["t1"]
+    assert kubeconfig_tokens("this: [is not yaml") == [] and kubeconfig_tokens("- a list") == []
