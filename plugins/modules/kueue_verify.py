@@ -282,7 +282,7 @@ def main():
         wait=dict(type="bool", default=True),
         timeout=dict(type="int", default=300, aliases=["wait_timeout"]),
         fail_on_error=dict(type="bool", default=True),
-        multikueue_token_horizon=dict(type="int"),
+        multikueue_token_horizon=dict(type="int", no_log=False),  # seconds, not a secret
     ), supports_check_mode=True)
     params = module.params
     module.check_seconds("timeout", minimum=0)
