@@ -98,7 +98,7 @@ CASES = [
                            "kueue_aks_cluster_name": "aks-batch"}),
     C("extension-options-on-helm", "install",
       ["kueue_install_method is helm", "kueue_extension_version"],
-      ["kueue_install_method: extension", "remove them"],
+      ["kueue_install_method: extension", "remove it"],
       playbook=SITE, vars={"kueue_aks_cluster_name": "aks-batch", "kueue_extension_version": "0.14.2"}),
     C("chart-version-malformed", "install", ["kueue_version", "0.x.1"], ["latest"],
       playbook=SITE, vars={"kueue_version": "0.x.1"}),
