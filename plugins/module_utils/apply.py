@@ -27,6 +27,7 @@ import copy
 import json
 import re
 
+from ansible_collections.kueueops.aks.plugins.module_utils import cluster_identity
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
@@ -702,12 +703,25 @@ def normalise_declared(engine, items, problems, kueue_ns, masked):
     return objects, converted
 
 
-def run(api_client, params, check_mode=False, diff=False, log=None, no_log_values=None):
+def check_backup_cluster(params, identity):
+    """When ``src`` is a kueue_backup folder: refuse it on another cluster than its own (cluster_identity.check,
+    unless ``allow_other_cluster``) before anything is read or written; returns whether it is the same cluster, or
+    None when ``src`` is not a backup. ``identity``: a callable reading the live cluster's identity."""
+    recorded = cluster_identity.of_backup(params.get('src'))
+    if recorded is None:
+        return None
+    return cluster_identity.check(recorded, identity() if identity else {}, 'the backup %s (src)' % params['src'],
+                                  'src', 'allow_other_cluster', params.get('allow_other_cluster'))
+
+
+def run(api_client, params, check_mode=False, diff=False, log=None, no_log_values=None, identity=None):
     """One kueue_queues run. Returns the result dict; raises QueueProblems / KueueOpsError / ApiException.
 
     ``no_log_values`` (a set) receives every value of the Secrets read from the input or the
-    cluster as soon as they are read, so that the caller masks them in whatever it prints.
+    cluster as soon as they are read, so that the caller masks them in whatever it prints. ``identity``: a
+    callable returning the cluster's identity, read when ``src`` is a backup folder (check_backup_cluster).
     """
+    same_cluster = check_backup_cluster(params, identity)
     engine = QueueEngine(api_client, workers=params.get('workers') or 8, log=log)
     timeout = params.get('timeout') or 300
     deadline = Deadline(timeout)
@@ -727,6 +741,8 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
         'api_versions': dict(engine.served),
         'aks_extension': bool(aks_managed),
     }
+    if same_cluster is not None:
+        result['same_cluster'] = same_cluster
     if params.get('state') == 'absent':
         return _run_absent(engine, objects, problems, aks_managed, check_mode, deadline, result)
 
@@ -734,6 +750,7 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     namespaces = engine.list_namespaces() if any(o['kind'] in api.NAMESPACED for o in objects) else set()
     desired_keys = set(api.obj_key(o) for o in objects)
     prune_keys = _prune_keys(params, live, desired_keys, engine.manager, aks_managed)
+    result['local_queues'] = sorted('%s/%s' % (ns, name) for kind, ns, name in desired_keys if kind == 'LocalQueue')
     # The Secrets this run deals with: declared ones, those the declared MultiKueueClusters use, and
     # those of MultiKueueClusters being pruned (candidates for pruning themselves).
     secret_names = set(o['metadata']['name'] for o in objects if o['kind'] == 'Secret')

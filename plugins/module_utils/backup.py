@@ -37,6 +37,7 @@ import re
 import shutil
 import tempfile
 
+from ansible_collections.kueueops.aks.plugins.module_utils import cluster_identity
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.files import discard
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
@@ -54,7 +55,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import 
 from ansible_collections.kueueops.aks.plugins.module_utils import yaml_docs
 
 FORMAT = 'kueueops.aks/kueue_backup/v1'
-MANIFEST = 'manifest.json'
+MANIFEST = cluster_identity.BACKUP_MANIFEST
 # Files that later steps add to a backup folder, outside the manifest's checksums:
 # the role uninstall_with_backup records there the GitOps objects it paused
 # (kueueops.aks.kueue_gitops), which restore.yml resumes. They are JSON, so no
@@ -662,9 +663,10 @@ def flat(objects):
     return [o for kind in KIND_ORDER for o in objects.get(kind, [])]
 
 
-def take(api_client, params, cluster_name, field, check_mode=False):
+def take(api_client, params, cluster_name, field, check_mode=False, identity=None):
     """One kueue_backup run on ``params`` (the module's options): export, write atomically, read back and compare
-    with a fresh read of the cluster; in check mode, what would be written. Returns the module's result."""
+    with a fresh read of the cluster; in check mode, what would be written. ``identity``: the cluster's
+    (cluster_identity.read), recorded in the manifest. Returns the module's result."""
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     exporter = Exporter(api_client, params['kueue_namespace'])
     exporter.discover()
@@ -682,8 +684,8 @@ def take(api_client, params, cluster_name, field, check_mode=False):
         api_versions['Secret'] = 'v1'
     files = render(objects, dict((k, v if k == 'Secret' else '%s/%s' % (GROUP, v))
                                  for k, v in api_versions.items()))
-    cluster = {'name': cluster_name, 'server': api_client.configuration.host,
-               'resource_id': params['cluster_resource_id']}
+    cluster = dict(identity or {}, name=cluster_name, server=api_client.configuration.host,
+                   resource_id=params['cluster_resource_id'])
     kueue = {'version': image_tag(image), 'image': image, 'namespace': params['kueue_namespace'],
              'aks_extension': bool(aks_extension)}
     manifest = build_manifest(files, now, cluster, kueue, api_versions, excluded, workloads,
@@ -768,16 +770,19 @@ def convert_to_served(backup_objects, served):
     return converted, dropped
 
 
-def compare_with_live(api_client, params, path):
-    """Compare the live cluster with the backup folder ``path`` (its checksums checked first): every object of the
-    backup, converted to the version the cluster serves now (queues.convert), against the live one,
-    normalised the same way; and the Workloads counted now against the manifest's. Reads only. Returns
-    ``{'matches', 'differences', 'workloads', 'workloads_before', 'lost_workloads'}``."""
+def compare_with_live(api_client, params, path, identity=None):
+    """Compare the live cluster with the backup folder ``path`` (its checksums checked first, then that it is a
+    backup of this cluster, ``identity``, unless ``allow_other_cluster``): every object of the backup, converted to
+    the version the cluster serves now (queues.convert), against the live one, normalised the same way; and the
+    Workloads counted now against the manifest's. Reads only. Returns ``{'matches', 'differences', 'workloads',
+    'workloads_before', 'lost_workloads', 'same_cluster'}``."""
     try:
         manifest = verify_backup(path)
     except BackupError as exc:
         exc.field = 'compare_path'
         raise
+    same_cluster = cluster_identity.check(manifest.get('cluster'), identity, 'the backup %s' % path, 'compare_path',
+                                          'allow_other_cluster', params.get('allow_other_cluster'))
     backup_objects = load_objects(path, manifest)
     exporter = Exporter(api_client, params['kueue_namespace'])
     exporter.discover()
@@ -800,4 +805,4 @@ def compare_with_live(api_client, params, path):
         lost.append('fewer admitted (or finished) Workloads than at the backup')
     return {'matches': not differences and not lost, 'differences': differences, 'workloads': workloads,
             'workloads_before': manifest.get('workloads') or {}, 'lost_workloads': lost, 'backup_path': path,
-            'changed': False}
+            'same_cluster': same_cluster, 'changed': False}

@@ -13,6 +13,7 @@ import copy
 import json
 import os
 
+from ansible_collections.kueueops.aks.plugins.module_utils import cluster_identity
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.files import write_private_file
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
@@ -141,10 +142,23 @@ class GitOps:
         return True, target
 
 
-def pause(gitops, refs, state_file):
-    """Record each object's state in ``state_file`` (once: a second pause keeps the first record), then pause
-    it. Returns (changed, one entry per object)."""
+def _own_cluster(record, state_file, identity):
+    """Refuse a state file that records another cluster than ``identity`` (GitOps objects are paused and resumed on
+    their own cluster only, issue 40). A file that records none (written before identities were recorded) passes."""
+    recorded = record.get('cluster') if isinstance(record.get('cluster'), dict) else {}
+    if identity and recorded.get('uid') and not cluster_identity.same(recorded, identity):
+        raise KueueOpsError('the GitOps state file %s records the objects of another cluster: %s; this is %s'
+                            % (state_file, cluster_identity.label(recorded), cluster_identity.label(identity)),
+                            field='state_file',
+                            fix='resume them on the cluster they were paused on (its kubeconfig, context), or give '
+                                'the gitops.json of a backup of this cluster; nothing was changed')
+
+
+def pause(gitops, refs, state_file, identity=None):
+    """Record each object's state in ``state_file`` (once: a second pause keeps the first record) with the
+    cluster's ``identity`` (cluster_identity.read), then pause it. Returns (changed, one entry per object)."""
     record = read_state_file(state_file) or {'format': FORMAT, 'objects': []}
+    _own_cluster(record, state_file, identity)
     recorded = dict((ref_key(r), r) for r in record['objects'])
     file_changed = False
     for ref in refs:
@@ -156,6 +170,9 @@ def pause(gitops, refs, state_file):
             record['objects'].append(entry)
             recorded[key] = entry
             file_changed = True
+    if identity and not record.get('cluster'):
+        record['cluster'] = identity
+        file_changed = file_changed or bool(record['objects'])
     if file_changed and not gitops.check_mode:
         record['objects'].sort(key=ref_key)
         write_state_file(state_file, record)
@@ -167,12 +184,14 @@ def pause(gitops, refs, state_file):
     return file_changed or any(o['changed'] for o in out), out
 
 
-def resume(gitops, refs, state_file):
-    """Bring the objects ``state_file`` recorded (those of ``refs``, or all) back to their recorded state."""
+def resume(gitops, refs, state_file, identity=None):
+    """Bring the objects ``state_file`` recorded (those of ``refs``, or all) back to their recorded state; refused
+    before any patch when the file records another cluster than ``identity``."""
     record = read_state_file(state_file)
     if record is None:
         raise KueueOpsError('%s does not exist' % state_file, field='state_file',
                             fix='give the gitops.json that state=paused wrote (in the Kueue backup folder)')
+    _own_cluster(record, state_file, identity)
     entries = []
     for index, entry in enumerate(record['objects']):
         ref = parse_ref(dict((k, entry.get(k)) for k in ('apiVersion', 'kind', 'name', 'namespace')), index)

@@ -283,6 +283,27 @@ def resolve_kube_options(params):
 _PROXY_SCHEMES = ('http', 'https', 'socks5', 'socks5h')
 
 
+def context_name(params):
+    """The name of the kubeconfig context the options use (the ``context`` option, else the kubeconfig's
+    current-context), or None (``host``/``api_key``, in-cluster, or a kubeconfig that names none). A readable name
+    of the cluster (cluster_identity), never used to decide anything."""
+    try:
+        options = resolve_kube_options(params)
+    except KueueOpsError:
+        return None
+    if options.get('context'):
+        return options['context']
+    source = options.get('kubeconfig')
+    if isinstance(source, dict):
+        return source.get('current-context') or None
+    if isinstance(source, list):
+        try:
+            return first_current_context(source)
+        except KueueOpsError:
+            return None
+    return None
+
+
 def _check_proxy(proxy):
     if not proxy:
         return None

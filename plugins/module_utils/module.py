@@ -25,12 +25,15 @@ import copy
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kueueops.aks.plugins.module_utils import cluster_identity
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure, namespace_name_error
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
     KUBE_AUTH_ARGSPEC,
+    context_name,
     describe_kube_error,
     get_api_client,
 )
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster
 
 
 class ModuleRun:
@@ -92,6 +95,12 @@ class KueueOpsModule(AnsibleModule):
     @property
     def host(self):
         return self._api_client.configuration.host if self._api_client is not None else None
+
+    def cluster_identity(self, resource_id=None, name=None):
+        """The identity of the cluster the connection options reach (cluster_identity.read: the kube-system UID,
+        with the API server URL, the kubeconfig context and ``resource_id``/``name`` as readable names)."""
+        return cluster_identity.read(Cluster(self.api_client), server=self.api_client.configuration.host,
+                                     context=context_name(self.params), resource_id=resource_id, name=name)
 
     # ------------------------------------------------------------ running
     def failure(self, exc, describe=None):

@@ -43,6 +43,11 @@ def tables(result):
     out.append(('ClusterQueues', ('ClusterQueue', 'cohort', 'flavors (used/nominal)', 'pending', 'admitted',
                                   'active'), cqs))
     out.append(('LocalQueues', ('LocalQueue', 'ClusterQueue', 'pending', 'admitted', 'active'), lqs))
+    tokens = result.get('multikueue_tokens') or []
+    if tokens:  # kueue_verify's multikueue_token_horizon, as status.yml asks for it (issue 40)
+        out.append(('MultiKueue worker tokens', ('MultiKueueCluster', 'Secret', 'expires', 'state'), [
+            (str(t.get('cluster', '')), str(t.get('secret') or '-'), str(t.get('expires') or '-'),
+             ('WARNING: ' if t.get('warning') else '') + str(t.get('reason') or '')) for t in tokens]))
     out.extend(drift_tables(result.get('drift')))
     capacity = result.get('capacity')
     if isinstance(capacity, dict) and 'flavors' in capacity:  # a kueue_capacity_info result, as status.yml attaches it
@@ -58,7 +63,10 @@ def summary(result):
         text = '%s: %d check(s) failed: %s' % (head, len(failed), ', '.join(failed))
     else:
         text = '%s: all %d checks passed' % (head, len(result.get('checks') or []))
-    extra = [part for part in (drift_summary(result.get('drift')), capacity_summary(result.get('capacity'))) if part]
+    warned = [t for t in result.get('multikueue_tokens') or [] if t.get('warning')]
+    tokens = 'MultiKueue: %d worker token(s) to re-issue' % len(warned) if warned else ''
+    extra = [part for part in (drift_summary(result.get('drift')), capacity_summary(result.get('capacity')), tokens)
+             if part]
     return '; '.join([text] + extra)
 
 

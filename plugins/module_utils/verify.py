@@ -9,6 +9,8 @@ Importable without Ansible: takes a kubernetes ApiClient, read through the clust
 (module_utils/kueue_cluster.py): objects are the API's JSON (camelCase dicts).
 """
 import base64
+import binascii
+import datetime
 import json
 import re
 import time
@@ -28,6 +30,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.queues import (
     secret_values,
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until, watch_until
+from ansible_collections.kueueops.aks.plugins.module_utils import yaml_docs
 
 # The CRDs a healthy install has: every kind of the configuration, and Workloads.
 DEFAULT_CRDS = CRD_PLURALS
@@ -735,6 +738,86 @@ def expectation_checks(verifier, params, report):
     return run
 
 
+def jwt_expiry(token):
+    """The ``exp`` claim (seconds since the epoch) of a JWT, read without verifying its signature (the API server does
+    that; this only tells when it will stop), or None: not a JWT, or no ``exp`` (a legacy service-account token)."""
+    parts = token.split(".") if isinstance(token, str) else []
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode((parts[1] + "=" * (-len(parts[1]) % 4)).encode("ascii")))
+    except (ValueError, UnicodeError, binascii.Error):
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return int(exp) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else None
+
+
+def kubeconfig_tokens(text):
+    """The bearer tokens of a kubeconfig's users (``users[].user.token``), from its YAML text."""
+    try:
+        docs = yaml_docs.load_all(text)
+    except yaml_docs.yaml.YAMLError:  # a kubeconfig that is not YAML has no token to read
+        return []
+    doc = docs[0] if docs and isinstance(docs[0], dict) else {}
+    users = doc.get("users") if isinstance(doc.get("users"), list) else []
+    return [u["user"]["token"] for u in users if isinstance(u, dict) and isinstance(u.get("user"), dict)
+            and isinstance(u["user"].get("token"), str) and u["user"]["token"]]
+
+
+def multikueue_token_expiry(cluster, namespace, group_version, no_log_values, now, horizon):
+    """When the worker token of each MultiKueueCluster of the manager expires (issue 40): the ``exp`` of the token in
+    the kubeconfig of its Secret (read by name in ``namespace``; every value joins ``no_log_values`` as it is read,
+    and no part of a token is returned). ``now``: seconds since the epoch; ``horizon``: seconds - a token that
+    expires within it is marked ``warning``. One entry per MultiKueueCluster: {cluster, secret, expires (RFC 3339 or
+    None), seconds_left, warning, reason}."""
+    out = []
+    try:
+        clusters = cluster.items(path(group_version, "multikueueclusters"))
+    except ApiException as exc:
+        if exc.status == 404:  # Kueue not installed, or a release without MultiKueue: no token to read
+            return out
+        return [{"cluster": "-", "secret": None, "expires": None, "seconds_left": None, "warning": True,
+                 "reason": "cannot list the MultiKueueClusters: %s" % api_exception_message(exc)}]
+    for mkc in sorted(clusters, key=lambda o: o["metadata"]["name"]):
+        _field, secret_name = secret_ref(mkc)
+        entry = {"cluster": mkc["metadata"]["name"], "secret": secret_name, "expires": None, "seconds_left": None,
+                 "warning": False, "reason": ""}
+        out.append(entry)
+        try:
+            secret = cluster.get(path("v1", "secrets", namespace, secret_name)) if secret_name else None
+        except ApiException as exc:
+            entry.update(warning=True, reason="cannot read its Secret %s/%s: %s" % (
+                namespace, secret_name, api_exception_message(exc)))
+            continue
+        if secret is None:
+            entry["reason"] = ("its kubeconfig Secret %s/%s does not exist" % (namespace, secret_name) if secret_name
+                               else "it reads its kubeconfig from no Secret (a Path or a ClusterProfile)")
+            entry["warning"] = bool(secret_name)
+            continue
+        no_log_values.update(secret_values([dict(secret, kind="Secret")]))
+        encoded = (secret.get("data") or {}).get(MULTIKUEUE_SECRET_KEY) or ""
+        try:
+            text = base64.b64decode(encoded).decode("utf-8", "replace")
+        except (ValueError, binascii.Error):
+            text = ""
+        tokens = kubeconfig_tokens(text)
+        no_log_values.update(tokens)
+        expiries = [e for e in (jwt_expiry(t) for t in tokens) if e is not None]
+        if not tokens:
+            entry["reason"] = "its kubeconfig holds no token (another kind of credential): no expiry to read"
+        elif not expiries:
+            entry["reason"] = "its token carries no expiry (a legacy token Secret)"
+        else:
+            expires = min(expiries)
+            entry["expires"] = datetime.datetime.fromtimestamp(expires, datetime.timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%SZ")
+            entry["seconds_left"] = int(expires - now)
+            entry["warning"] = entry["seconds_left"] <= horizon
+            entry["reason"] = ("expired" if entry["seconds_left"] <= 0 else
+                               "expires in %.1f days" % (entry["seconds_left"] / 86400.0))
+    return out
+
+
 def verify_install(api_client, params, report, check_mode=False, no_log_values=None):
     """One kueue_verify run on ``params`` (the module's options): the checks (waiting for them when ``wait``), the
     MultiKueue checks of ``multikueue_admission_check``, the smoke test unless in check mode, the queues' status into
@@ -762,4 +845,8 @@ def verify_install(api_client, params, report, check_mode=False, no_log_values=N
                                       params["timeout"] if params["wait"] else 60, multikueue=multikueue))
     if params["queues"]:
         report["queues"] = verifier.queue_status()
+    if params.get("multikueue_token_horizon") is not None:
+        report["multikueue_tokens"] = multikueue_token_expiry(
+            verifier.cluster, params["namespace"], "%s/%s" % (GROUP, verifier.served_version()),
+            no_log_values if no_log_values is not None else set(), time.time(), params["multikueue_token_horizon"])
     return checks, method

@@ -26,7 +26,9 @@ description:
     file. A backup taken without O(include_secrets) restores only where the Secrets exist (kueue_queues names the
     missing ones before writing anything).
   - B(manifest.json) records the Kueue version (the manager image tag), the served API versions, the cluster
-    identity (API server URL, O(cluster_name), O(cluster_resource_id)), the creation time, per-kind counts, the
+    identity (the UID of its C(kube-system) namespace, which survives renames and no other cluster shares, with the
+    API server URL, the kubeconfig context, O(cluster_name) and O(cluster_resource_id) as readable names), the
+    creation time, per-kind counts, the
     excluded objects, how many Workloads were pending and admitted per LocalQueue and ClusterQueue (Workloads are
     not configuration; Kueue recreates them from their Jobs), and the sha256 of every file.
   - B(Atomic and private.) Everything is written to a temporary folder next to the destination, fsynced, verified,
@@ -88,16 +90,31 @@ options:
       - Take no backup; check the existing backup folder at this path instead. Every file the folder's
         C(manifest.json) lists must be present with its recorded sha256, and no other file may be in the folder
         (except C(gitops.json), the record of the role C(uninstall_with_backup)); otherwise the module fails
-        naming every file at fault. Reads nothing from the cluster and never reports a change.
+        naming every file at fault. Reads nothing from the cluster (but its identity with O(check_cluster)) and never
+        reports a change.
       - What restores run on a backup before applying it. Exclusive with O(dest) and O(path).
     type: path
+  check_cluster:
+    description:
+      - With O(verify_path), also read the identity of the cluster the module connects to (the UID of its
+        C(kube-system) namespace) and fail, naming both clusters, when the backup was taken from another cluster
+        or records no identity, unless O(allow_other_cluster). What C(playbooks/restore.yml) runs before anything
+        is written. RV(same_cluster) says the outcome.
+    type: bool
+    default: false
+  allow_other_cluster:
+    description:
+      - With O(check_cluster) or O(compare_path), accept a backup of another cluster (a clone, a rebuilt cluster),
+        or one that records no identity, instead of failing; RV(same_cluster) is then false.
+    type: bool
+    default: false
   compare_path:
     description:
       - Compare the live cluster with this existing backup folder instead of writing one (its checksums are checked
-        first) - every object of the backup, converted to the API version the cluster serves now, against the live
-        object, normalised the same way (what a backup would hold), and the Workloads counted now against the
-        backup's counts (none lost, none that was admitted pending again). Reads only; RV(matches) and
-        RV(differences) say the outcome and the module does not fail on a difference (the role entry point
+        first, then that it is a backup of this cluster, as with O(check_cluster)) - every object of the backup,
+        converted to the API version the cluster serves now, against the live object, normalised the same way (what
+        a backup would hold), and the Workloads counted now against the backup's counts (none lost, none that was
+        admitted pending again). Reads only; RV(matches) and RV(differences) say the outcome and the module does not fail on a difference (the role entry point
         C(upgrade) asserts it after the last hop). Exclusive with O(dest), O(path) and O(verify_path).
     type: path
   verify:
@@ -215,6 +232,23 @@ workloads_before:
   description: With O(compare_path), the Workload counts the backup recorded.
   returned: when O(compare_path) is set
   type: dict
+backup_cluster:
+  description: The identity of the cluster the backup was taken from, as its manifest records it (C(uid), the
+    C(kube-system) namespace UID; C(server), C(context), C(name), C(resource_id) as readable names); C({}) for a
+    backup that records none.
+  returned: with O(verify_path)
+  type: dict
+  sample: {uid: 6f1c2b9e-8a51-4c1e-9d0a-3b1f0c2d4e5f, context: aks-prod, server: "https://aks-prod.hcp.example:443",
+           name: aks-prod, resource_id: null}
+cluster:
+  description: The identity of the cluster the module connects to (same keys as RV(backup_cluster)).
+  returned: with O(check_cluster)
+  type: dict
+same_cluster:
+  description: Whether the backup was taken from the cluster the module connects to (false only with
+    O(allow_other_cluster)).
+  returned: with O(check_cluster) or O(compare_path)
+  type: bool
 """
 
 import os
@@ -222,6 +256,7 @@ import re
 
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
+from ansible_collections.kueueops.aks.plugins.module_utils import cluster_identity
 
 _RESOURCE_ID_RE = re.compile(r'^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.ContainerService/'
                              r'managedClusters/(?P<name>[^/]+)$', re.IGNORECASE)
@@ -240,16 +275,21 @@ def main():
         verify=dict(type='bool', default=True),
         verify_path=dict(type='path'),
         compare_path=dict(type='path'),
+        check_cluster=dict(type='bool', default=False),
+        allow_other_cluster=dict(type='bool', default=False),
     ), supports_check_mode=True, mutually_exclusive=[('dest', 'path', 'verify_path', 'compare_path')],
         required_one_of=[('dest', 'path', 'verify_path', 'compare_path')])
     params = module.params
+    if params['check_cluster'] and not params['verify_path']:
+        module.refuse('is set without verify_path', 'check_cluster',
+                      'give verify_path (the backup to check), or drop check_cluster (compare_path always checks)')
     if params['verify_path']:
         verify_only(module, params['verify_path'])
     if params['compare_path']:
         path = os.path.abspath(params['compare_path'])
         api_client = module.api_client
-        module.exit_json(**module.run(lambda: b.compare_with_live(api_client, params, path), changed=False,
-                                      backup_path=path))
+        module.exit_json(**module.run(lambda: b.compare_with_live(api_client, params, path, module.cluster_identity()),
+                                      changed=False, backup_path=path))
     if b.yaml is None:
         module.refuse('PyYAML is not installed', 'dest', 'pip install PyYAML in the Python that runs the module')
     resource_id = params['cluster_resource_id']
@@ -264,7 +304,9 @@ def main():
     field = 'dest' if params['dest'] else 'path'
 
     api_client = module.api_client
-    result = module.run(lambda: b.take(api_client, params, cluster_name, field, module.check_mode), changed=False,
+    result = module.run(lambda: b.take(api_client, params, cluster_name, field, module.check_mode,
+                                       module.cluster_identity(params['cluster_resource_id'], cluster_name)),
+                        changed=False,
                         describe=lambda exc: module.failure(exc)['msg'] + ' (nothing was written)')
     for item in result['excluded']:
         if item['kind'] == 'Secret' and 'does not exist' in item['reason']:
@@ -273,7 +315,8 @@ def main():
 
 
 def verify_only(module, path):
-    """Check the checksums of an existing backup folder and exit (no cluster access)."""
+    """Check the checksums of an existing backup folder and exit (no cluster access), and with check_cluster that
+    it is a backup of the cluster the module connects to."""
     path = os.path.abspath(path)
     try:
         manifest = b.verify_backup(path)
@@ -282,8 +325,17 @@ def verify_only(module, path):
         failure = exc.message()
         module.fail_json(changed=False, msg=failure, backup_path=path, problems=exc.problems,
                          files_at_fault=sorted(set(p.split(':', 1)[0] for p in exc.problems)), verified=False)
+    recorded = manifest.get('cluster') if isinstance(manifest.get('cluster'), dict) else {}
+    identity = {}
+    if module.params['check_cluster']:
+        identity = module.run(module.cluster_identity)
+        same = module.run(lambda: cluster_identity.check(
+            recorded, identity, 'the backup %s' % path, 'verify_path', 'allow_other_cluster',
+            module.params['allow_other_cluster']), backup_path=path, backup_cluster=recorded, cluster=identity)
+        identity = dict(cluster=identity, same_cluster=same)
     module.exit_json(
         changed=False,
+        backup_cluster=recorded,
         backup_path=path,
         counts=manifest.get('counts') or {},
         files=[dict(info, name=name) for name, info in sorted(manifest['files'].items())],
@@ -293,6 +345,7 @@ def verify_only(module, path):
         api_version=manifest.get('api_version'),
         kueue_version=(manifest.get('kueue') or {}).get('version'),
         verified=True,
+        **identity
     )
 
 

@@ -17,6 +17,9 @@ description:
     O(state_file) (JSON, 0600) before any object is changed. Pausing again keeps the state first recorded for an
     object, so a repeated run never records "paused" as the state to go back to. V(resumed) restores exactly that
     state (an absent C(spec.suspend) is removed again, an automated sync policy is put back as it was).
+  - B(One cluster.) The state file records the identity of the cluster the objects were paused on (the UID of its
+    C(kube-system) namespace, with the API server URL and kubeconfig context as readable names); pausing into, or
+    resuming from, a state file of another cluster fails naming both clusters before anything is patched.
   - Idempotent; supports check mode (nothing is written or patched, the changes are reported).
 author:
   - kueueops contributors (@kueueops)
@@ -102,7 +105,8 @@ def main():
     gitops = GitOps(module.api_client, module.check_mode)
     state_file = os.path.abspath(params['state_file'])
     change = pause if params['state'] == 'paused' else resume
-    changed, out = module.run(lambda: change(gitops, refs, state_file), state_file=state_file)
+    changed, out = module.run(lambda: change(gitops, refs, state_file, module.cluster_identity()),
+                              state_file=state_file)
     module.exit_json(changed=changed, objects=out, state_file=state_file)
 
 

@@ -127,6 +127,13 @@ workloads:
   description: Pending and admitted Workloads per LocalQueue and ClusterQueue, and totals (with finished ones).
   returned: success
   type: dict
+cluster:
+  description: The identity of the cluster (C(uid), the UID of its C(kube-system) namespace, which no other cluster
+    shares; C(server) and C(context) as readable names), what M(kueueops.aks.kueue_backup) records in a backup.
+  returned: success
+  type: dict
+  sample: {uid: 6f1c2b9e-8a51-4c1e-9d0a-3b1f0c2d4e5f, server: "https://aks-prod.hcp.example:443", context: aks-prod,
+           resource_id: null, name: null}
 """
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
@@ -213,7 +220,8 @@ def main():
     ), supports_check_mode=True)
     module.check_namespace('kueue_namespace')
     api_client = module.api_client
-    result = module.run(lambda: gather(api_client, module.params['kueue_namespace'], module.params['release_name']),
+    result = module.run(lambda: dict(gather(api_client, module.params['kueue_namespace'],
+                                            module.params['release_name']), cluster=module.cluster_identity()),
                         changed=False)
     module.exit_json(**result)
 

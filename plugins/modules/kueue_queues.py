@@ -84,7 +84,17 @@ options:
     description:
       - A YAML file with one or more documents, or a folder whose C(.yml)/C(.yaml) files (recursively) are read in
         sorted path order.
+      - A folder written by M(kueueops.aks.kueue_backup) (its C(manifest.json)) is a backup of one cluster; before
+        anything is read from or written to the cluster, the module compares the identity the backup records (the
+        UID of the C(kube-system) namespace) with that of the cluster it connects to, and fails naming both when
+        they differ or the backup records none, unless O(allow_other_cluster).
     type: path
+  allow_other_cluster:
+    description:
+      - Apply a backup folder given in O(src) to a cluster other than the one it was taken from (a clone, a rebuilt
+        cluster), or one that records no identity. RV(same_cluster) is then false.
+    type: bool
+    default: false
   state:
     description:
       - V(present) applies the objects. V(absent) deletes the given objects (only their kind, name and namespace
@@ -300,6 +310,18 @@ api_versions:
   description: The served version used for each kind.
   returned: always
   type: dict
+same_cluster:
+  description: Whether the backup folder given in O(src) was taken from this cluster (false only with
+    O(allow_other_cluster)).
+  returned: when O(src) is a backup folder of M(kueueops.aks.kueue_backup)
+  type: bool
+local_queues:
+  description: The LocalQueues the input declares, as C(NAMESPACE/NAME), sorted (what the role's smoke test takes
+    when C(kueue_smoke_test_queues) is empty).
+  returned: O(state=present)
+  type: list
+  elements: str
+  sample: [team-a/user-queue]
 dry_runs:
   description: How many objects went through the server-side dry-run; the others were found unchanged from their
     live version (see the description). With O(hold_admission), every ClusterQueue is dry-run when anything is.
@@ -411,6 +433,7 @@ def main():
         resources=dict(type='list', elements='dict', default=[]),
         secrets=dict(type='list', elements='dict', default=[], no_log=True),
         src=dict(type='path'),
+        allow_other_cluster=dict(type='bool', default=False),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         prune=dict(type='bool', default=False),
         prune_drain=dict(type='bool', default=False),
@@ -448,7 +471,8 @@ def main():
     # Secret values read from src or the cluster join no_log_values as soon as they are read, so that
     # exit_json/fail_json mask them wherever they would appear.
     result = module.run(lambda: run(api_client, params, check_mode=module.check_mode, diff=module._diff,
-                                    no_log_values=module.no_log_values), changed=False)
+                                    no_log_values=module.no_log_values, identity=module.cluster_identity),
+                        changed=False)
     for item in (result.get('prune_waiting') or []) + (result.get('delete_waiting') or []):
         module.warn('%s %s%s is still being deleted after %ss (the run waits at most 15s for deletions, then '
                     'reports them here): %s' % (item['kind'], item.get('namespace', '') and item['namespace'] + '/',

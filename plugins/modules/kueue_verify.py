@@ -122,6 +122,14 @@ options:
         status dashboards.
     type: bool
     default: true
+  multikueue_token_horizon:
+    description:
+      - On a MultiKueue manager, read when the worker token of each MultiKueueCluster expires (the C(exp) claim of
+        the token in the kubeconfig of its Secret, read by name in O(namespace); no part of a token or kubeconfig is
+        returned or logged) into RV(multikueue_tokens), and warn about each that expires within this many seconds,
+        or has no Secret. Unset, tokens are not read. C(playbooks/status.yml) sets it from
+        C(kueue_multikueue_token_warn_horizon) (7 days by default).
+    type: int
 attributes:
   check_mode:
     support: partial
@@ -201,6 +209,17 @@ integrations:
   returned: when the controller Deployment exists
   type: list
   elements: str
+multikueue_tokens:
+  description:
+    - With O(multikueue_token_horizon), one entry per MultiKueueCluster of the cluster - its name (C(cluster)), its
+      kubeconfig Secret (C(secret)), when its worker token expires (C(expires), RFC 3339 UTC, null when the token
+      carries no expiry or there is none), C(seconds_left), C(warning) (it expires within the horizon, or its Secret
+      is missing) and C(reason) in words.
+  returned: when O(multikueue_token_horizon) is set
+  type: list
+  elements: dict
+  sample: [{cluster: gpu-eastus, secret: kueueops-multikueue-gpu-eastus, expires: "2026-12-31T00:00:00Z",
+            seconds_left: 2160000, warning: false, reason: expires in 25.0 days}]
 multikueue:
   description:
     - The MultiKueue wiring checked with O(multikueue_admission_check) - the AdmissionCheck, the MultiKueueConfig its
@@ -263,9 +282,12 @@ def main():
         wait=dict(type="bool", default=True),
         timeout=dict(type="int", default=300, aliases=["wait_timeout"]),
         fail_on_error=dict(type="bool", default=True),
+        multikueue_token_horizon=dict(type="int", no_log=False),  # seconds, not a secret
     ), supports_check_mode=True)
     params = module.params
     module.check_seconds("timeout", minimum=0)
+    if params["multikueue_token_horizon"] is not None:
+        module.check_seconds("multikueue_token_horizon", minimum=0)
     for name, value in (params.get("feature_gates") or {}).items():
         if not isinstance(value, bool) and str(value).lower() not in ("true", "false"):
             module.refuse("gate %s has value %r" % (name, value), "feature_gates", "map each gate name to true or false")
@@ -293,6 +315,14 @@ def main():
     report = {}
     checks, method = module.run(lambda: verify_install(module.api_client, params, report, module.check_mode,
                                                        module.no_log_values))
+    for token in report.get("multikueue_tokens") or []:
+        if token["warning"]:
+            module.warn("MultiKueueCluster %s: the worker token in Secret %s %s%s (within multikueue_token_horizon, "
+                        "%ss): MultiKueue stops dispatching to that worker when it expires. Re-issue it: run "
+                        "playbooks/multikueue.yml (it re-issues a token with less than a third of its lifetime left; "
+                        "-e kueue_multikueue_rotate_tokens=true replaces every token now)"
+                        % (token["cluster"], token["secret"], token["reason"],
+                           " (%s)" % token["expires"] if token["expires"] else "", params["multikueue_token_horizon"]))
     failed = [c.name for c in checks if not c.ok]
     result = dict(changed=False, ok=not failed, checks=[c.as_dict() for c in checks], failed_checks=failed,
                   install_method=method, **report)

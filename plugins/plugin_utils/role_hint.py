@@ -62,6 +62,7 @@ OPTION_VARIABLES = {
         'smoke_test': 'kueue_smoke_test_queues',
         'smoke_test_requests': 'kueue_smoke_test_requests',
         'multikueue_admission_check': 'kueue_multikueue_admission_check',
+        'multikueue_token_horizon': 'kueue_multikueue_token_warn_horizon',
     },
     'kueue_multikueue_worker': {
         'namespace': 'kueue_namespace',
@@ -83,6 +84,7 @@ OPTION_VARIABLES = {
         'create_namespaces': 'kueue_create_namespaces',
         'kueue_namespace': 'kueue_namespace',
         'timeout': 'kueue_queues_timeout',
+        'allow_other_cluster': 'kueue_restore_allow_other_cluster (the inventory hosts to restore into)',
     },
     'kueue_extension': {
         'resource_group': 'kueue_aks_resource_group',
@@ -107,6 +109,7 @@ OPTION_VARIABLES = {
         'cluster_name': 'kueue_backup_cluster_name',
         'cluster_resource_id': 'kueue_backup_cluster_resource_id',
         'kueue_namespace': 'kueue_namespace',
+        'allow_other_cluster': 'kueue_restore_allow_other_cluster (the inventory hosts to restore into)',
     },
     'kueue_gitops': {
         'objects': 'kueue_gitops_pause',

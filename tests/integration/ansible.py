@@ -141,7 +141,9 @@ def run_playbook(playbook, extravars: dict | None = None, check: bool = False, d
     full_env.update(env or {})
     _playbook_started()
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=REPO)
+        # stdin: no terminal, as in CI and AWX (a playbook that would ask on one, uninstall.yml, answers nothing).
+        proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=REPO,
+                              stdin=subprocess.DEVNULL)
     finally:
         _playbook_ended()
         if tmp:

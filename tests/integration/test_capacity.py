@@ -18,7 +18,12 @@ Three ansible-playbook runs for the whole file, on one Kueue install (the module
 2. configure_queues.yml with ``kueue_capacity_check: strict`` on the faulty configuration: fails, naming the flavor,
    resource, quota and what the nodes offer, before anything is written (the cluster snapshot is unchanged);
 3. configure_queues.yml with the correct configuration (applied, no capacity warning), then status.yml in the same
-   run: the capacity table of the live configuration.
+   run: the capacity table of the live configuration;
+4. (issue 40) site.yml in check mode on the Helm path with the AKS cluster named (kueue_aks_resource_group,
+   kueue_aks_cluster_name, which the Helm path used to refuse): the install entry point accepts them without implying
+   the managed extension, and the capacity check of configure_queues reads the agent pools from the ARM emulator, so
+   the flavor of the GPU pool scaled to zero is counted at the pool's autoscaler maximum instead of "selects no
+   node"; nothing written in the cluster or in ARM.
 """
 from __future__ import annotations
 
@@ -203,3 +208,31 @@ def test_configure_queues_warns_nothing_on_a_correct_configuration_and_status_pr
     # The report file (kueue_status_report) carries the capacity table too.
     written = report_file.read_text()
     assert "### Capacity" in written and "| cap-gpu |" in written and "1.00x" in written, written
+
+
+def test_the_helm_install_on_aks_reads_the_agent_pools(nodes, arm, arm_control):
+    """Issue 40, item 4: on the Helm path, naming the AKS cluster is allowed (read-only ARM lookups), and the
+    capacity check counts the pool scaled to zero. Check mode: the module fixture's Kueue (chart defaults) is not
+    re-rendered with the inventory's gates, and nothing is written."""
+    arm_control.agent_pools(ZERO_POOL)
+    azure = arm.env()
+    before = rbac.snapshot(nodes)
+    arm_writes = len(arm_control.writes())
+    site = os.path.join(REPO, "playbooks", "site.yml")
+    # The module fixture's Kueue runs the chart's defaults: the inventory's gates and integrations emptied so the
+    # install's plan matches it, and no verify (its expectations are the inventory's; the install is not the point).
+    result = run_playbook(site, check=True, env=azure, extravars={
+        "kueue_install_method": "helm", "kueue_resources": FAULTY, "kueue_feature_gates": {}, "kueue_integrations": [],
+        "kueue_verify": False,
+        "kueue_aks_resource_group": azure["AKS_RESOURCE_GROUP"], "kueue_aks_cluster_name": azure["AKS_CLUSTER_NAME"]})
+    assert result.rc == 0, (result, result.stdout[-3000:])
+    declared = result.result(CAPACITY_TASK)
+    assert declared["agent_pools"] == ["nodepool1", "gpuzero"], declared
+    zero = dict((f["name"], f) for f in declared["flavors"])["cap-none"]
+    assert zero["pools"] == ["gpuzero"] and zero["node_count"] == 3, zero
+    # The live configuration is there too (test 3 applied cap-ok): what matters is the flavor of the zero pool.
+    kinds = _kinds(declared)
+    assert ("no-nodes", "cap-none", None) not in kinds and ("over-commit", "cap-gpu", "nvidia.com/gpu") in kinds, kinds
+    assert "Traceback" not in result.stdout + result.stderr
+    assert rbac.snapshot(nodes) == before
+    assert len(arm_control.writes()) == arm_writes

@@ -63,7 +63,14 @@ NO_KUBE = {"K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": ""}
 
 
 # ------------------------------------------------------------------ helpers
+# The confirmation uninstall.yml, migrate.yml and restore.yml with a reinstall require without a terminal (issue 40):
+# every inventory of this file has the one host "local".
+CONFIRM = {"kueue_confirm_hosts": "local"}
+
+
 def run(playbook, inv, extravars=None, **kw):
+    if playbook in (UNINSTALL, MIGRATE) or (extravars or {}).get("kueue_restore_reinstall"):
+        extravars = dict(CONFIRM, **(extravars or {}))
     return run_playbook(playbook, extravars=extravars, inventory=inv, env=NO_KUBE, **kw)
 
 
@@ -243,7 +250,7 @@ def test_kueue_info_tells_the_extensions_release_from_an_unmanaged_one_without_a
     arm_control.clear_requests()
     before = snapshot(kube)
     dest = tmp_path / "backups"
-    res = run_playbook(UNINSTALL, {"kueue_backup_dir": str(dest)}, inventory=no_arm_inventory_path(cluster.kubeconfig),
+    res = run_playbook(UNINSTALL, {**CONFIRM, "kueue_backup_dir": str(dest)}, inventory=no_arm_inventory_path(cluster.kubeconfig),
                        env=NO_KUBE)
     assert res.rc != 0
     assert res.result("Detect the install method")["install_method"] == "extension"
@@ -264,7 +271,7 @@ def test_kueue_info_tells_the_extensions_release_from_an_unmanaged_one_without_a
         assert info["install_method"] == "both", info
         assert info["helm_release"]["name"] == "kueue-oss" and info["extension_release"]["name"] == "kueue"
         before = snapshot(kube)
-        res = run_playbook(UNINSTALL, {"kueue_backup_dir": str(dest)},
+        res = run_playbook(UNINSTALL, {**CONFIRM, "kueue_backup_dir": str(dest)},
                            inventory=no_arm_inventory_path(cluster.kubeconfig), env=NO_KUBE)
         assert res.rc != 0
         msg = res.result("Refuse a cluster running both")["msg"]

@@ -154,6 +154,9 @@ def test_backup_writes_private_files_and_a_complete_manifest(configured, dest):
     assert manifest["kueue"]["version"] == "v" + KUEUE_VERSION
     assert manifest["cluster"]["name"] == "local" and manifest["cluster"]["resource_id"] is None
     assert manifest["cluster"]["server"].startswith("https://127.0.0.1:")
+    # The cluster's identity (issue 40): the kube-system UID, the kubeconfig context as a readable name.
+    assert manifest["cluster"]["uid"] == client.CoreV1Api(configured).read_namespace("kube-system").metadata.uid
+    assert manifest["cluster"]["context"]
     assert manifest["excluded"] == []
     vision = [q for q in manifest["workloads"]["local_queues"] if q["name"] == "vision"][0]
     assert vision == {"namespace": "team-vision", "name": "vision", "cluster_queue": "team-vision",

@@ -22,6 +22,7 @@ from .ansible import REPO, run_playbook
 from .kubeutil import condition, reset_kueue, wait_for
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "multikueue.yml")
+STATUS = os.path.join(REPO, "playbooks", "status.yml")
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 SA = "kueueops-multikueue"
 NS = "team-mk"
@@ -160,6 +161,8 @@ def test_bad_inputs_are_refused_before_anything_is_written(clusters):
          "worker worker-2: kueue_multikueue_worker_server"),
         # the role's argument spec, before any task of the entry point
         (dict(kueue_multikueue_token_type="forever"), "kueue_multikueue_token_type"),
+        # issue 40: a smoke test with no LocalQueue to dispatch through would test nothing
+        (dict(kueue_smoke_test_queues=[]), "kueue_smoke_test is true, but kueue_smoke_test_queues is empty"),
     ]
     for index, (shape, expected) in enumerate(cases):
         inv = _inventory(tmp / ("bad-%d.yml" % index), manager, workers, **shape)
@@ -193,6 +196,24 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
     assert dispatched_to in ("worker-1", "worker-2")
     smoke = [c for c in verify["checks"] if c["name"] == "smoke-test/%s/mk-lq" % NS]
     assert smoke and smoke[0]["ok"] and dispatched_to in smoke[0]["reason"], verify["checks"]
+    # status.yml on the manager (issue 40): each worker token's expiry, and a warning for each, since the horizon
+    # asked for (40 days) is longer than the tokens' lifetime (kueue_multikueue_token_ttl, 30 days by default).
+    status = run_playbook(STATUS, inventory=inv, timeout=300, extravars={
+        "kueue_target_hosts": "manager", "kueue_multikueue_token_warn_horizon": 40 * 86400})
+    assert status.rc == 0, status.stdout[-3000:]
+    tokens = status.result("Check Kueue and read its queues", "manager")["multikueue_tokens"]
+    assert [t["cluster"] for t in tokens] == ["worker-1", "worker-2"], tokens
+    for token in tokens:
+        assert token["warning"] is True and token["expires"], token
+        assert 29 * 86400 < token["seconds_left"] <= 30 * 86400, token
+    warned = " ".join(status.result("Check Kueue and read its queues", "manager").get("warnings", []))
+    assert "MultiKueueCluster worker-1" in warned and "playbooks/multikueue.yml" in warned, warned
+    shown = "\n".join(status.result("Show the status", "manager")["msg"])
+    assert "MultiKueue: 2 worker token(s) to re-issue" in shown and "MultiKueue worker tokens" in shown, shown
+    assert "WARNING: expires in" in shown and "worker-2" in shown, shown
+    for kubeconfig in _secret_kubeconfigs(m_api).values():
+        token = kubeconfig["users"][0]["user"]["token"]
+        assert token and token not in status.stdout + status.stderr
     # The manager: a MultiKueueCluster per worker (Active), the config, the AdmissionCheck, the ClusterQueue with it.
     assert _custom(m_api, "multikueueconfigs", "kueueops-multikueue")["spec"]["clusters"] == ["worker-1", "worker-2"]
     check = _custom(m_api, "admissionchecks", "kueueops-multikueue")

@@ -43,9 +43,17 @@ def test_site_installs_configures_and_proves_admission(cluster, kube):
     for ns in ("team-vision", "team-nlp"):
         assert [j.metadata.name for j in batch.list_namespaced_job(ns).items] == []
 
-    second = run_playbook(SITE, extravars=extra, extra_args=QUEUES)
+    # The re-run with kueue_smoke_test alone (issue 40; kueue_smoke_test_queues emptied after the vars file, which sets
+    # it): never a silent no-op, a Job through each LocalQueue the configuration declares.
+    alone = QUEUES + ["-e", json.dumps({"kueue_smoke_test_queues": []})]
+    second = run_playbook(SITE, extravars=extra, extra_args=alone)
     assert second.rc == 0 and second.changed == 0, second
     assert second.result("Apply the Kueue queue configuration")["changed"] is False
+    assert second.result("Apply the Kueue queue configuration")["local_queues"] == ["team-nlp/nlp", "team-vision/vision"]
+    smoke = second.result("Smoke test")
+    smoke_checks = {c["name"]: c for c in smoke["checks"] if c["name"].startswith("smoke-test/")}
+    assert set(smoke_checks) == {"smoke-test/team-vision/vision", "smoke-test/team-nlp/nlp"}, smoke["checks"]
+    assert all(c["ok"] for c in smoke_checks.values()), smoke_checks
 
     # Leave the cluster as found: uninstall deletes Kueue's CRDs and every object with them.
     done = run_playbook([{"name": "Cleanup", "hosts": "local", "gather_facts": False, "tasks": [

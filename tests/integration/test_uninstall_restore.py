@@ -41,6 +41,8 @@ V2 = GROUP + "/v1beta2"
 SITE = os.path.join(REPO, "playbooks", "site.yml")
 UNINSTALL = os.path.join(REPO, "playbooks", "uninstall.yml")
 RESTORE = os.path.join(REPO, "playbooks", "restore.yml")
+# The confirmation uninstall.yml and restore.yml with a reinstall require without a terminal (issue 40).
+CONFIRM = {"kueue_confirm_hosts": "local"}
 QUEUES_VARS = os.path.join(REPO, "playbooks", "vars", "queues.yml")
 QUEUES = ["-e", "@" + QUEUES_VARS]
 CONFIG = yaml.safe_load(open(QUEUES_VARS))["kueue_resources"]
@@ -273,7 +275,7 @@ def test_unwritable_backup_stops_the_uninstall_before_anything_changes(installed
     with open(not_a_folder, "w") as handle:
         handle.write("not a folder\n")
 
-    res = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": not_a_folder, "kueue_gitops_pause": PAUSE})
+    res = run_playbook(UNINSTALL, extravars={**CONFIRM, "kueue_backup_dir": not_a_folder, "kueue_gitops_pause": PAUSE})
     assert res.rc != 0
     names = [name for name, _res in res.tasks()]
     assert res.result("Back up every Kueue configuration object").get("failed"), names
@@ -286,7 +288,7 @@ def test_unwritable_backup_stops_the_uninstall_before_anything_changes(installed
     assert open(not_a_folder).read() == "not a folder\n"
 
     # No backup folder: refused before anything (there is no option to skip the backup).
-    res = run_playbook(UNINSTALL)
+    res = run_playbook(UNINSTALL, extravars=CONFIRM)
     assert res.rc != 0
     assert "kueue_backup_dir" in " ".join(res.failure_messages())
     assert manager_ready(kube) and live_normalised(kube, PLURALS) == before
@@ -334,7 +336,7 @@ def test_backup_on_a_read_only_or_full_tmpfs_stops_the_role_with_the_cluster_unt
                 except OSError:
                     pass
             for dest, text in ((ro, "Read-only file system"), (full, "No space left on device")):
-                res = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE})
+                res = run_playbook(UNINSTALL, extravars={**CONFIRM, "kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE})
                 _assert_stopped_at_backup(res)
                 msg = res.result("Back up every Kueue configuration object")["msg"]
                 assert msg.startswith("dest: cannot write the backup under %s: %s" % (dest, text)), msg
@@ -359,7 +361,7 @@ def test_helm_and_managed_extension_both_present_is_refused_before_anything(inst
     try:
         before = untouched_state(kube)
         dest = os.path.join(installed["work"], "both")
-        res = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE})
+        res = run_playbook(UNINSTALL, extravars={**CONFIRM, "kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE})
         assert res.rc != 0
         assert res.result("Detect the install method")["install_method"] == "both"
         msg = res.result("Refuse a cluster running both")["msg"]
@@ -388,13 +390,27 @@ def test_uninstall_then_restore_round_trip(installed):
     outputs = []
 
     # ---- without include_secrets, the role refuses to lose the MultiKueue Secret
-    res = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE})
+    res = run_playbook(UNINSTALL, extravars={**CONFIRM, "kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE})
     assert res.rc != 0
     assert "ur-worker" in res.result("Refuse to lose the Secrets")["msg"]
     assert not os.path.exists(dest) and manager_ready(kube)
 
+    # ---- check mode (issue 40): asks nothing (no kueue_confirm_hosts, no terminal), prints what would be deleted and
+    # the Workloads that would lose their queue, and changes nothing
+    res = run_playbook(UNINSTALL, check=True, extravars={"kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE,
+                                                         "kueue_backup_include_secrets": True})
+    assert res.rc == 0, res.stdout[-5000:]
+    printed = "\n".join(res.result("Print the install method")["msg"])
+    counted = res.result("Detect the install method")
+    assert "would be deleted with the CRDs: %d objects" % counted["objects"] in printed, printed
+    assert "Workloads that would lose their queue (LocalQueue: pending/admitted):" in printed, printed
+    assert "team-vision/vision: 0/1" in printed, printed
+    assert counted["cluster"]["uid"] == client.CoreV1Api(kube).read_namespace("kube-system").metadata.uid
+    assert not os.path.exists(dest) and manager_ready(kube) and live_normalised(kube, PLURALS) == before
+    assert gitops_specs(kube) == original_gitops_specs()
+
     # ---- uninstall
-    res = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE,
+    res = run_playbook(UNINSTALL, extravars={**CONFIRM, "kueue_backup_dir": dest, "kueue_gitops_pause": PAUSE,
                                              "kueue_backup_include_secrets": True}, verbosity=3)
     outputs.append(res.stdout + res.stderr)
     assert res.rc == 0, res.stdout[-5000:]
@@ -436,7 +452,7 @@ def test_uninstall_then_restore_round_trip(installed):
     assert job_suspended(kube, "team-nlp", "ur-queued")
 
     # ---- a second uninstall finds nothing to uninstall, and changes nothing
-    again = run_playbook(UNINSTALL, extravars={"kueue_backup_dir": dest})
+    again = run_playbook(UNINSTALL, extravars={**CONFIRM, "kueue_backup_dir": dest})
     assert again.rc == 0, again.stdout[-3000:]
     assert again.result("Detect the install method")["install_method"] == "none"
     assert "nothing to uninstall" in again.result("Nothing to uninstall")["msg"]
@@ -447,7 +463,7 @@ def test_uninstall_then_restore_round_trip(installed):
     shutil.copytree(path, tampered)
     with open(os.path.join(tampered, "60-clusterqueues.yaml"), "a") as handle:
         handle.write("# edited\n")
-    res = run_playbook(RESTORE, extravars={"kueue_backup_path": tampered, "kueue_restore_reinstall": True})
+    res = run_playbook(RESTORE, extravars={**CONFIRM, "kueue_backup_path": tampered, "kueue_restore_reinstall": True})
     assert res.rc != 0
     failure = res.result("Check the checksums")
     assert failure.get("failed") and "60-clusterqueues.yaml" in failure["msg"], failure
@@ -456,7 +472,7 @@ def test_uninstall_then_restore_round_trip(installed):
     assert gitops_specs(kube) == paused
 
     # ---- restore with a reinstall, recording when queues were restored and when Workloads were admitted
-    extra = {"kueue_backup_path": path, "kueue_restore_reinstall": True}
+    extra = {**CONFIRM, "kueue_backup_path": path, "kueue_restore_reinstall": True}
     if os.environ.get("KUEUEOPS_DEMO_NO_HOLD"):  # by hand only: shows this test can fail (see the docstring)
         extra["kueue_hold_admission"] = False
     recorder = EventRecorder(kube, ["workloads", "clusterqueues", "localqueues"]).start()

@@ -119,6 +119,11 @@ FILES = {
     "gitops-not-json.json": "{not json",
     "existing-backup/.keep": "",
     "a-file": "not a folder\n",
+    # A kueue_backup folder (no object files, a valid manifest) and a GitOps state file of another cluster (issue 40).
+    "foreign-backup/manifest.json": '{"format": "kueueops.aks/kueue_backup/v1", "files": {}, "counts": {}, '
+                                    '"cluster": {"uid": "uid-of-another-cluster", "context": "aks-prod"}}\n',
+    "gitops-foreign.json": '{"format": "kueueops.aks/kueue_gitops/v1", "objects": [], '
+                           '"cluster": {"uid": "uid-of-another-cluster", "context": "aks-prod"}}\n',
 }
 
 
@@ -732,6 +737,28 @@ CASES = [
          ["letters, digits"], {"args": {"cluster_name": "aks worker"}}),
     Case("mk-worker-timeout-zero", "kueue_multikueue_worker", ["timeout"], ["give the seconds"],
          {"args": {"timeout": 0}}),
+    # ---- issue 40: the cluster a backup or a GitOps state file belongs to, the token horizon
+    Case("backup-check-cluster-without-verify-path", "kueue_backup", ["check_cluster", "without verify_path"],
+         ["give verify_path"], {"args": {"dest": "{tmp}/b6", "check_cluster": True}}),
+    Case("backup-verify-path-of-another-cluster", "kueue_backup",
+         ["verify_path", "taken from another cluster", "uid-of-another-cluster", "context aks-prod"],
+         ["allow_other_cluster: true", "nothing was changed"],
+         {"args": {"verify_path": "{files}/foreign-backup", "check_cluster": True}}),
+    Case("backup-compare-path-of-another-cluster", "kueue_backup",
+         ["compare_path", "taken from another cluster", "uid-of-another-cluster"], ["allow_other_cluster: true"],
+         {"args": {"compare_path": "{files}/foreign-backup"}}),
+    Case("backup-allow-other-cluster-not-bool", "kueue_backup", ["allow_other_cluster", "perhaps"],
+         ["valid booleans"], {"args": {"compare_path": "{files}/foreign-backup", "allow_other_cluster": "perhaps"}}),
+    Case("queues-src-backup-of-another-cluster", "kueue_queues",
+         ["src", "taken from another cluster", "uid-of-another-cluster", "context aks-prod"],
+         ["allow_other_cluster: true", "nothing was changed"], {"args": {"src": "{files}/foreign-backup"}}),
+    Case("queues-allow-other-cluster-not-bool", "kueue_queues", ["allow_other_cluster", "sometimes"],
+         ["valid booleans"], {"args": {"src": "{files}/foreign-backup", "allow_other_cluster": "sometimes"}}),
+    Case("gitops-state-file-of-another-cluster", "kueue_gitops",
+         ["state_file", "another cluster", "uid-of-another-cluster"], ["resume them on the cluster"],
+         {"args": {"state": "resumed", "state_file": "{files}/gitops-foreign.json"}}),
+    Case("verify-token-horizon-negative", "kueue_verify", ["multikueue_token_horizon"],
+         ["non-negative number of seconds"], {"args": {"multikueue_token_horizon": -1, "wait": False}}),
 ]
 
 

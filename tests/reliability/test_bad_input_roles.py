@@ -26,6 +26,7 @@ Values in a case's data may hold {placeholders} filled at run time: {tmp} (a fol
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import socket
@@ -96,8 +97,8 @@ CASES = [
       playbook=SITE, vars={"kueue_install_method": "extension", "kueue_aks_resource_group": "rg-batch",
                            "kueue_aks_cluster_name": "aks-batch"}),
     C("extension-options-on-helm", "install",
-      ["kueue_install_method is helm", "kueue_aks_cluster_name", "kueue_extension_version"],
-      ["kueue_install_method: extension", "remove them"],
+      ["kueue_install_method is helm", "kueue_extension_version"],
+      ["kueue_install_method: extension", "remove it"],
       playbook=SITE, vars={"kueue_aks_cluster_name": "aks-batch", "kueue_extension_version": "0.14.2"}),
     C("chart-version-broken-patch", "install", ["kueue_version", "Kueue 0.20.3 is known to be broken"], ["0.20.6"],
       playbook=SITE, vars={"kueue_version": "0.20.3"}),
@@ -279,6 +280,40 @@ CASES = [
     C("job-role-uninstall-include-secrets-not-a-bool", "uninstall_with_backup",
       ["kueue_backup_include_secrets", "perhaps"], ["bool"], playbook=ROLES, role="kueueops.aks.uninstall_with_backup",
       vars={"kueue_backup_dir": "{tmp}/backups-job-role", "kueue_backup_include_secrets": "perhaps"}),
+    # ---------------------------------------------------------------- issue 40: confirmed, serial, bound to a cluster
+    C("uninstall-unconfirmed", "uninstall_with_backup", ["not confirmed", "no terminal"], ["kueue_confirm_hosts=local"],
+      playbook=UNINSTALL, confirm=False, vars={"kueue_backup_dir": "{tmp}/backups-unconfirmed"}),
+    C("uninstall-confirms-another-host", "uninstall_with_backup", ["kueue_confirm_hosts names aks-prod",
+                                                                   "not confirmed: local", "not targeted: aks-prod"],
+      ["exactly the hosts the run targets"], playbook=UNINSTALL,
+      vars={"kueue_backup_dir": "{tmp}/backups-other-host", "kueue_confirm_hosts": "aks-prod"}),
+    C("uninstall-confirm-not-a-list", "uninstall_with_backup", ["kueue_confirm_hosts", "not a list of inventory host"],
+      ["as a list or comma-separated"], playbook=UNINSTALL,
+      vars={"kueue_backup_dir": "{tmp}/backups-confirm-dict", "kueue_confirm_hosts": {"local": True}}),
+    C("uninstall-serial-not-a-number", "uninstall_with_backup", ["kueue_uninstall_serial", '"one"'],
+      ["how many clusters change at a time"], playbook=UNINSTALL,
+      vars={"kueue_backup_dir": "{tmp}/backups-serial", "kueue_uninstall_serial": "one"}),
+    C("restore-serial-zero", "restore", ["kueue_restore_serial", '"0"'], ["how many clusters change at a time"],
+      playbook=RESTORE, vars={"kueue_backup_path": "{backup}", "kueue_restore_reinstall": True,
+                              "kueue_restore_serial": 0}),
+    C("restore-allow-names-no-host-of-the-run", "restore", ["kueue_restore_allow_other_cluster", "aks-prod is not one"],
+      ["leave it unset"], playbook=RESTORE,
+      vars={"kueue_backup_path": "{backup}", "kueue_restore_allow_other_cluster": ["aks-prod"]}),
+    C("restore-backup-of-another-cluster", "restore",
+      ["verify_path", "taken from another cluster", "uid-of-another-cluster"],
+      ["kueue_restore_allow_other_cluster", "nothing was changed"], playbook=RESTORE,
+      vars={"kueue_backup_path": "{foreign}"}),
+    C("migrate-serial-percentage-over-100", "migrate", ["kueue_migrate_serial", '"150%"'],
+      ["how many clusters change at a time"], playbook=MIGRATE,
+      vars=_with_aks({"kueue_migrate_to": "extension", "kueue_backup_dir": "{tmp}/backups-mig-serial",
+                      "kueue_migrate_serial": "150%"})),
+    C("status-token-horizon-not-seconds", "status", ["kueue_multikueue_token_warn_horizon", '"a week"'],
+      ["604800"], playbook=STATUS, vars={"kueue_multikueue_token_warn_horizon": "a week"}),
+    C("configure-smoke-test-without-localqueues", "configure_queues", ["kueue_smoke_test_queues",
+                                                                       "declares no LocalQueue"],
+      ["kueue_smoke_test to false", "Nothing was changed"], playbook=CONFIGURE,
+      vars={"kueue_smoke_test": True, "kueue_resources": [
+          {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "corpus-smoke-only"}}]}),
 ]
 
 
@@ -327,6 +362,13 @@ def setup(cluster, kueue, tmp_path_factory):
     assert cq_files, os.listdir(corrupt)
     with open(os.path.join(corrupt, cq_files[0]), "a") as handle:
         handle.write("# edited by hand\n")
+    foreign = str(tmp / "foreign")  # the same backup, as a backup of another cluster records it (issue 40)
+    shutil.copytree(backup, foreign)
+    with open(os.path.join(foreign, "manifest.json")) as handle:
+        manifest = json.load(handle)
+    manifest["cluster"].update(uid="uid-of-another-cluster", context="aks-prod")
+    with open(os.path.join(foreign, "manifest.json"), "w") as handle:
+        json.dump(manifest, handle)
     no_manifest = str(tmp / "no-manifest")
     os.makedirs(no_manifest)
     shutil.copy(os.path.join(backup, cq_files[0]), no_manifest)
@@ -339,7 +381,7 @@ def setup(cluster, kueue, tmp_path_factory):
     no_context = copy.deepcopy(kc)
     no_context.pop("current-context", None)
     ctx = {
-        "tmp": str(tmp), "kubeconfig": cluster.kubeconfig, "backup": backup, "corrupt": corrupt,
+        "tmp": str(tmp), "kubeconfig": cluster.kubeconfig, "backup": backup, "corrupt": corrupt, "foreign": foreign,
         "no_manifest": no_manifest, "closed_port": str(port),
         "a_file": _write(tmp / "a-file", "not a folder\n"),
         "not_utf8": _write_bytes(tmp / "not-utf8.yaml", b"kind: ResourceFlavor\nmetadata: {name: \xff\xfe}\n"),
@@ -430,10 +472,12 @@ def _batch_of(case) -> tuple:
     of its own whose host variables are the case's variables (a fleet of N hosts on the one local cluster, each with
     one bad input). Alone, with its variables as extra vars (-e, as the cases ran before batching): a case that
     needs its own environment or a prepared object, and status.yml's cases (its report tasks are run_once across
-    the play's hosts), and the job role cases (each a play of its own role in `roles:`; a play whose every host
-    failed ends the run, so two such plays cannot share one)."""
+    the play's hosts), the job role cases (each a play of its own role in `roles:`; a play whose every host
+    failed ends the run, so two such plays cannot share one), and the cases of uninstall.yml, restore.yml and
+    migrate.yml (issue 40: they run serial and stop at the first failed host, so one case per run; each gets the
+    confirmation kueue_confirm_hosts=local unless it is what the case tests)."""
     data = case.data
-    if data.get("env") or data.get("prepare") or data["playbook"] in (STATUS, ROLES):
+    if data.get("env") or data.get("prepare") or data["playbook"] in (STATUS, ROLES, UNINSTALL, RESTORE, MIGRATE):
         return ("alone", case.id)
     return (data["playbook"], data.get("inventory", "helm"))
 
@@ -478,6 +522,8 @@ def run_cases(cases: list, setup, request, folder) -> dict:
         if data.get("inventory") == "extension":
             inventory = _extension_inventory(folder / "ext.yml", _fill(data.get("host", {}), ctx))
         extravars, env = _fill(data.get("vars", {}), ctx), _fill(data.get("env"), ctx)
+        if data["playbook"] in (UNINSTALL, RESTORE, MIGRATE) and data.get("confirm", True):
+            extravars = dict({"kueue_confirm_hosts": "local"}, **extravars)
     else:
         hosts = [c.id for c in cases]
         inventory = str(folder / "batch.yml")

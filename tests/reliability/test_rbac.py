@@ -334,7 +334,7 @@ def test_uninstall_without_list_on_workloads_fails_before_anything(lifecycle, ku
     rbac.apply(lifecycle, docs)
     extravars, env = _as(lifecycle, "uninstall")
     before = rbac.snapshot(kube)
-    result = run_playbook(PLAYBOOK % "uninstall", extravars=dict(extravars, kueue_backup_dir=str(tmp_path)), env=env)
+    result = run_playbook(PLAYBOOK % "uninstall", extravars=dict(extravars, kueue_backup_dir=str(tmp_path), kueue_confirm_hosts="local"), env=env)
     _no_traceback(result)
     message = _failure(result)
     assert re.search(r"permission denied: cannot list workloads\.kueue\.x-k8s\.io", message), message
@@ -351,7 +351,7 @@ def test_uninstall_without_delete_on_crds_names_it(lifecycle, kube, tmp_path):
                         "delete")
     rbac.apply(lifecycle, docs)
     extravars, env = _as(lifecycle, "uninstall")
-    result = run_playbook(PLAYBOOK % "uninstall", extravars=dict(extravars, kueue_backup_dir=str(tmp_path)), env=env)
+    result = run_playbook(PLAYBOOK % "uninstall", extravars=dict(extravars, kueue_backup_dir=str(tmp_path), kueue_confirm_hosts="local"), env=env)
     _no_traceback(result)
     message = _failure(result)
     backup = result.result("Back up every Kueue configuration object")
@@ -364,7 +364,7 @@ def test_uninstall_as_the_uninstall_user(lifecycle, kube, tmp_path):
     """With the whole role, the uninstall completes (also after the failed attempt above)."""
     rbac.apply_file(lifecycle, "uninstall")
     extravars, env = _as(lifecycle, "uninstall")
-    result = run_playbook(PLAYBOOK % "uninstall", extravars=dict(extravars, kueue_backup_dir=str(tmp_path)), env=env)
+    result = run_playbook(PLAYBOOK % "uninstall", extravars=dict(extravars, kueue_backup_dir=str(tmp_path), kueue_confirm_hosts="local"), env=env)
     _no_traceback(result)
     assert result.rc == 0, (result, result.stdout[-4000:])
     assert not kueue_crds(kube)

@@ -453,7 +453,7 @@ def test_no_secret_leaves_any_entry_point(scenario, cluster, arm, tmp_path):
     # 5. uninstall.yml with a backup (the MultiKueue Secret included).
     backups = work / "backups"
     ok(runner_job(work, "uninstall-helm", "uninstall.yml", helm_host, {
-        "kueue_backup_dir": str(backups), "kueue_backup_include_secrets": True}))
+        "kueue_backup_dir": str(backups), "kueue_backup_include_secrets": True, "kueue_confirm_hosts": "local"}))
     assert not _helm_release_present(kube)
     [backup] = [str(p) for p in backups.iterdir()]
     # 6. site.yml, extension path via the ARM emulator, protected settings, credentials fetched from ARM.
@@ -478,7 +478,8 @@ def test_no_secret_leaves_any_entry_point(scenario, cluster, arm, tmp_path):
                                 kueue_aks_resource_group=os.environ["AKS_RESOURCE_GROUP"],
                                 kueue_aks_cluster_name=os.environ["AKS_CLUSTER_NAME"]))
     ok(json_run(work, "migrate", "migrate.yml", migrate_host, dict(
-        azure, kueue_migrate_to="helm", kueue_backup_dir=str(migrate_backups), kueue_backup_include_secrets=True)))
+        azure, kueue_migrate_to="helm", kueue_backup_dir=str(migrate_backups), kueue_backup_include_secrets=True,
+        kueue_confirm_hosts="local")))
     assert _helm_release_present(kube)
 
     # ---- the fetched credentials: every key the emulator issued is a secret too

@@ -49,6 +49,11 @@ def test_survey_matches_the_argument_specs(template):
     playbook = os.path.join(ROOT, template['playbook'])
     assert os.path.isfile(playbook), template['playbook']
     text = open(playbook).read()
+    # and the shared role's task files the playbook runs (tasks_from: restore, confirm), read as part of it
+    for name in sorted(set(re.findall(r'tasks_from:\s*(\w+)', text))):
+        task_file = os.path.join(ROOT, 'roles', 'kueue', 'tasks', name + '.yml')
+        if os.path.isfile(task_file):
+            text += open(task_file).read()
     for entry in template['kueueops_entry_points']:
         assert entry in SPECS
         # the job role kueueops.aks.<entry> (whose options are the entry point's: tests/unit/test_role_specs.py),

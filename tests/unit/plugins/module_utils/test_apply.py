@@ -672,3 +672,19 @@ def test_wait_gone_keeps_the_keys_of_a_list_that_failed(monkeypatch):
     assert left == dict((k, None) for k in keys) and len(sent['LIST']) == 1 and sent['GET'] == []
     engine, sent = _gone_engine(monkeypatch, {})
     assert engine.wait_gone(keys, 0) == {} and len(sent['LIST']) == 1
+
+
+def test_a_backup_of_another_cluster_is_refused_before_the_cluster_is_read(tmp_path):
+    """Issue 40: kueue_queues src=<a kueue_backup folder> compares the backup's cluster with the live one first."""
+    import json as _json
+    from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError as _Error
+    from ansible_collections.kueueops.aks.plugins.module_utils.apply import check_backup_cluster
+    (tmp_path / 'manifest.json').write_text(_json.dumps({'format': 'kueueops.aks/kueue_backup/v1',
+                                                         'cluster': {'uid': 'uid-a', 'context': 'a'}}))
+    params = {'src': str(tmp_path), 'allow_other_cluster': False}
+    with pytest.raises(_Error) as err:
+        check_backup_cluster(params, lambda: {'uid': 'uid-b', 'context': 'b'})
+    assert err.value.field == 'src' and 'uid-a' in err.value.message() and 'uid-b' in err.value.message()
+    assert check_backup_cluster(params, lambda: {'uid': 'uid-a'}) is True
+    assert check_backup_cluster(dict(params, allow_other_cluster=True), lambda: {'uid': 'uid-b'}) is False
+    assert check_backup_cluster({'src': str(tmp_path / 'x.yaml')}, None) is None

@@ -137,3 +137,23 @@ def test_state_file_that_is_not_json_names_the_fix(tmp_path):
 def test_resume_without_state_file(tmp_path):
     with pytest.raises(KueueOpsError, match='does not exist'):
         g.resume(FakeGitOps(cluster()), [], str(tmp_path / 'gitops.json'))
+
+
+def test_state_file_records_its_cluster_and_another_cluster_resumes_nothing(tmp_path):
+    """Issue 40: the GitOps objects of a backup are resumed on their own cluster only."""
+    state = str(tmp_path / 'gitops.json')
+    own = {'uid': 'uid-a', 'context': 'ctx-a', 'server': 'https://a'}
+    other = {'uid': 'uid-b', 'context': 'ctx-b', 'server': 'https://b'}
+    api = FakeGitOps(cluster())
+    g.pause(api, refs(KS), state, own)
+    assert json.load(open(state))['cluster'] == own
+    before = copy.deepcopy(api.objects)
+    api.patches = []
+    for change in (g.resume, g.pause):
+        with pytest.raises(KueueOpsError) as err:
+            change(api, refs(KS) if change is g.pause else [], state, other)
+        text = err.value.message()
+        assert err.value.field == 'state_file' and 'uid-a' in text and 'uid-b' in text and 'ctx-b' in text, text
+    assert api.patches == [] and api.objects == before
+    changed, _out = g.resume(api, [], state, own)
+    assert changed and api.objects == cluster()

@@ -134,3 +134,17 @@ def test_the_report_file_carries_the_capacity_status_yml_attaches():
     assert report.render_lines(dict(RESULT, capacity=clean))[0].endswith('; capacity: no warning')
     # status.yml with kueue_capacity_check off: no capacity line or table.
     assert not any('apacity' in line for line in report.render_lines(RESULT))
+
+
+def test_the_multikueue_token_table_and_summary():
+    """Issue 40: status.yml's report shows each worker token's expiry and counts those to re-issue."""
+    result = {"checks": [{"name": "deployment", "ok": True}], "failed_checks": [], "version": "v0.19.2",
+              "install_method": "helm", "multikueue_tokens": [
+                  {"cluster": "w1", "secret": "mk-w1", "expires": "2026-12-09T00:00:00Z", "seconds_left": 259200,
+                   "warning": True, "reason": "expires in 3.0 days"},
+                  {"cluster": "w2", "secret": "mk-w2", "expires": "2027-01-01T00:00:00Z", "seconds_left": 2246400,
+                   "warning": False, "reason": "expires in 26.0 days"}]}
+    text = "\n".join(report.render_lines(result, cluster="manager"))
+    assert "MultiKueue: 1 worker token(s) to re-issue" in text
+    assert "WARNING: expires in 3.0 days" in text and "expires in 26.0 days" in text and "mk-w2" in text
+    assert "MultiKueue worker tokens" not in "\n".join(report.render_lines(dict(result, multikueue_tokens=[])))

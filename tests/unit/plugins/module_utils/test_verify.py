@@ -597,3 +597,65 @@ def test_worker_client_reads_the_secret_by_name_and_masks_it(monkeypatch):
         "clusterSource": {"kubeConfig": {"locationType": "Path", "location": "/etc/w1"}}}}}))
     with pytest.raises(verify.KueueOpsError, match="reads its kubeconfig from no Secret"):
         mk._worker("w1")
+
+
+def _jwt(claims):
+    import base64 as _b64
+    import json as _json
+
+    def enc(data):
+        return _b64.urlsafe_b64encode(_json.dumps(data).encode()).decode().rstrip("=")
+    return "%s.%s.sig" % (enc({"alg": "RS256"}), enc(claims))
+
+
+def test_jwt_expiry_reads_exp_without_verifying_and_refuses_what_is_not_a_jwt():
+    from ansible_collections.kueueops.aks.plugins.module_utils.verify import jwt_expiry
+    assert jwt_expiry(_jwt({"exp": 1800000000, "sub": "x"})) == 1800000000
+    assert jwt_expiry(_jwt({"sub": "legacy"})) is None
+    assert jwt_expiry(_jwt({"exp": True})) is None
+    assert jwt_expiry("not-a-jwt") is None and jwt_expiry("a.!!!.c") is None and jwt_expiry(None) is None
+
+
+def test_multikueue_token_expiry_warns_inside_the_horizon_and_masks_the_token():
+    """Issue 40: status.yml's token report, on the Secrets a manager holds (a fake read; the real wiring is in
+    tests/integration/test_multikueue.py)."""
+    import base64 as _b64
+    from ansible_collections.kueueops.aks.plugins.module_utils.verify import multikueue_token_expiry
+    now = 1_800_000_000
+    soon, later = _jwt({"exp": now + 3 * 86400}), _jwt({"exp": now + 20 * 86400})
+
+    def kubeconfig(token):
+        text = "apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: %s\n" % token
+        return {"data": {"kubeconfig": _b64.b64encode(text.encode()).decode()}}
+
+    objects = {
+        "/apis/kueue.x-k8s.io/v1beta2/multikueueclusters": [
+            {"metadata": {"name": name},
+             "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "mk-" + name}}}}
+            for name in ("a", "b", "gone")],
+        "/api/v1/namespaces/kueue-system/secrets/mk-a": kubeconfig(soon),
+        "/api/v1/namespaces/kueue-system/secrets/mk-b": kubeconfig(later),
+    }
+
+    class Fake:
+        def items(self, api_path):
+            return objects[api_path]
+
+        def get(self, api_path):
+            return objects.get(api_path)
+
+    masked = set()
+    got = multikueue_token_expiry(Fake(), "kueue-system", "kueue.x-k8s.io/v1beta2", masked, now, 7 * 86400)
+    by = {t["cluster"]: t for t in got}
+    assert by["a"]["warning"] and by["a"]["seconds_left"] == 3 * 86400 and by["a"]["reason"] == "expires in 3.0 days"
+    assert not by["b"]["warning"] and by["b"]["expires"] == "2027-02-04T08:00:00Z"
+    assert by["gone"]["warning"] and "does not exist" in by["gone"]["reason"]
+    assert soon in masked and later in masked
+    assert soon not in repr(got) and later not in repr(got)
+
+
+def test_kubeconfig_tokens_reads_the_users_tokens_and_nothing_from_what_is_not_yaml():
+    from ansible_collections.kueueops.aks.plugins.module_utils.verify import kubeconfig_tokens
+    text = "users:\n- name: a\n  user: {token: t1}\n- name: b\n  user: {client-certificate-data: x}\n"
+    assert kubeconfig_tokens(text) == ["t1"]
+    assert kubeconfig_tokens("this: [is not yaml") == [] and kubeconfig_tokens("- a list") == []
