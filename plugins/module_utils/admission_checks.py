@@ -21,6 +21,7 @@ controller on a cluster that does not serve ProvisioningRequests. A wait ends at
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import path
+from ansible_collections.kueueops.aks.plugins.module_utils.queues import admission_check_names
 
 MULTIKUEUE = GROUP + '/multikueue'
 PROVISIONING = GROUP + '/provisioning-request'
@@ -53,12 +54,8 @@ def _active(obj):
 
 
 def check_names(cq):
-    """The AdmissionChecks a ClusterQueue lists (v1beta1 ``admissionChecks``, v1beta2 strategy), once each."""
-    spec = (cq or {}).get('spec') or {}
-    names = [n for n in spec.get('admissionChecks') or [] if isinstance(n, str)]
-    strategy = spec.get('admissionChecksStrategy') or {}
-    names += [r.get('name') for r in (strategy.get('admissionChecks') or []) if isinstance(r, dict) and r.get('name')]
-    return list(dict.fromkeys(names))
+    """The AdmissionChecks a ClusterQueue lists, once each (queues.admission_check_names reads both API versions)."""
+    return list(dict.fromkeys(name for _field, name in admission_check_names(cq or {})))
 
 
 def cluster_cause(name, obj):

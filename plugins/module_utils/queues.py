@@ -590,11 +590,13 @@ def cohort_of(obj):
 def admission_check_names(obj):
     spec = obj.get('spec') or {}
     names = []
-    strategy = spec.get('admissionChecksStrategy') or {}
-    for idx, rule in enumerate(strategy.get('admissionChecks') or []):
+    strategy = spec.get('admissionChecksStrategy')
+    rules = strategy.get('admissionChecks') if isinstance(strategy, dict) else None
+    for idx, rule in enumerate(rules if isinstance(rules, list) else []):
         if isinstance(rule, dict) and rule.get('name'):
             names.append(('spec.admissionChecksStrategy.admissionChecks[%d].name' % idx, rule['name']))
-    for idx, name in enumerate(spec.get('admissionChecks') or []):
+    plain = spec.get('admissionChecks')
+    for idx, name in enumerate(plain if isinstance(plain, list) else []):
         if isinstance(name, str):
             names.append(('spec.admissionChecks[%d]' % idx, name))
     return names
