@@ -30,6 +30,7 @@ Pure: no cluster, no Ansible. Problems are ``(object, field, text, fix)`` tuples
 
 import ipaddress
 import json
+import re
 
 from urllib.parse import urlsplit
 
@@ -38,7 +39,7 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     yaml = None
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import is_dns_subdomain
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, is_dns_subdomain
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
 
 CONTROLLER = GROUP + '/multikueue'
@@ -489,6 +490,31 @@ OPERATORS = {
     'workload.codeflare.dev': 'AppWrapper (CodeFlare)',
 }
 ROLE_INTEGRATIONS = 'kueue_integrations'
+# The frameworks Kueue v0.19.2 registers without a MultiKueueAdapter: the manager watches nothing on a worker for them.
+WITHOUT_ADAPTER = ('deployment', 'sparkoperator.k8s.io/sparkapplication')
+
+
+def manager_error(state, manager):
+    """The ``KueueOpsError`` of kueue_multikueue_worker's ``manager`` option (None when fine): required with
+    ``state=preflight``; each integration a framework Kueue registers; ``api_version`` Kueue's group."""
+    if state != 'preflight':
+        return None if manager is None else KueueOpsError(
+            'is used only with state=preflight (state is %s)' % state, field='manager',
+            fix='remove manager, or set state: preflight')
+    if manager is None:
+        return KueueOpsError('is required with state=preflight', field='manager',
+                             fix='give the manager\'s integrations, for example manager: {integrations: [batch/job]}')
+    known = sorted(set(WATCHED_KINDS) | set(WITHOUT_ADAPTER))
+    for idx, name in enumerate(manager.get('integrations') or []):
+        if name not in known:
+            return KueueOpsError('%r is not an integration framework of Kueue' % (name,),
+                                 field='manager.integrations[%d]' % idx,
+                                 fix='use a framework name of the manager\'s Configuration: %s' % ', '.join(known))
+    version = manager.get('api_version')
+    if version is not None and not re.match(r'^%s/v\d+((alpha|beta)\d+)?$' % re.escape(GROUP), version):
+        return KueueOpsError('%r is not a version of the Kueue API' % (version,), field='manager.api_version',
+                             fix='give it as %s/<version>, such as %s/v1beta2' % (GROUP, GROUP))
+    return None
 
 
 def watched_kinds(integrations):

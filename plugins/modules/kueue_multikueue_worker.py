@@ -300,6 +300,7 @@ deleted:
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import namespace_name_error
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import manager_error
 from ansible_collections.kueueops.aks.plugins.module_utils.multikueue_worker import (
     MultiKueueWorker, cluster_name_error, normalise_ca, server_error, token_ttl_error)
 
@@ -329,7 +330,8 @@ def main():
     module.check_seconds('timeout')
     module.refuse_first([namespace_name_error(p['service_account'], 'service_account', 'ServiceAccount'),
                          cluster_name_error(p['cluster_name']), token_ttl_error(p['token_ttl']),
-                         server_error(p['server']) if p['server'] is not None else None])
+                         server_error(p['server']) if p['server'] is not None else None,
+                         manager_error(p['state'], p['manager'])])
     if p['ca_data'] is not None:
         module.run(lambda: normalise_ca(p['ca_data']))
     worker = MultiKueueWorker(module.api_client, p, check_mode=module.check_mode)

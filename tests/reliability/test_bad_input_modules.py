@@ -699,6 +699,20 @@ CASES = [
          ["letters, digits"], {"args": {"cluster_name": "aks worker"}}),
     Case("mk-worker-timeout-zero", "kueue_multikueue_worker", ["timeout"], ["give the seconds"],
          {"args": {"timeout": 0}}),
+    # ---- kueue_multikueue_worker state=preflight and its manager option (issue 44): refused before any read
+    Case("mk-worker-preflight-without-manager", "kueue_multikueue_worker",
+         ["manager", "required with state=preflight"], ["integrations"], {"args": {"state": "preflight"}}),
+    Case("mk-worker-manager-unknown-integration", "kueue_multikueue_worker",
+         ["manager.integrations[1]", "ray.io/rayjobs", "not an integration framework"], ["ray.io/rayjob,"],
+         {"args": {"state": "preflight", "manager": {"integrations": ["batch/job", "ray.io/rayjobs"]}}}),
+    Case("mk-worker-manager-api-version-not-kueue", "kueue_multikueue_worker",
+         ["manager.api_version", "'v1beta2'"], ["kueue.x-k8s.io/v1beta2"],
+         {"args": {"state": "preflight", "manager": {"integrations": ["batch/job"], "api_version": "v1beta2"}}}),
+    Case("mk-worker-manager-without-preflight", "kueue_multikueue_worker",
+         ["manager", "only with state=preflight"], ["set state: preflight"],
+         {"args": {"manager": {"integrations": ["batch/job"]}}}),
+    Case("mk-worker-manager-not-a-dict", "kueue_multikueue_worker", ["manager", "dictionary"], ["dict"],
+         {"args": {"state": "preflight", "manager": "batch/job"}}),
 ]
 
 

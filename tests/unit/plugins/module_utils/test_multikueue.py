@@ -292,3 +292,21 @@ def test_the_workload_api_version_is_refused_and_a_minor_skew_warned():
     assert mk.kueue_problems('w1', '0.19.2', 'kueue.x-k8s.io/v1beta2', 'v0.19.1', ['v1beta1', 'v1beta2']) == ([], [])
     # Kueue not installed on the worker yet (this run installs it): nothing to compare
     assert mk.kueue_problems('w1', '0.19.2', 'kueue.x-k8s.io/v1beta2', None, None) == ([], [])
+
+
+def test_every_framework_of_every_catalog_minor_is_known_to_the_table():
+    """A Kueue minor that registers a new framework must say here whether MultiKueue watches a kind for it."""
+    from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
+    known = set(mk.WATCHED_KINDS) | set(mk.WITHOUT_ADAPTER)
+    for minor in kueue_catalog.known_minors():
+        assert set(kueue_catalog.catalog_for(minor + '.0').frameworks) <= known, minor
+
+
+def test_the_manager_option_is_checked_before_any_read():
+    assert 'required with state=preflight' in mk.manager_error('preflight', None).message()
+    assert 'only with state=preflight' in mk.manager_error('present', {'integrations': []}).message()
+    err = mk.manager_error('preflight', {'integrations': ['batch/job', 'ray.io/rayjobs']})
+    assert err.field == 'manager.integrations[1]' and 'ray.io/rayjob,' in err.fix
+    assert mk.manager_error('preflight', {'integrations': None, 'api_version': 'kueue.x-k8s.io/v1'}) is None
+    assert mk.manager_error('preflight', {'api_version': 'kueue.x-k8s.io/v1beta2x'}).field == 'manager.api_version'
+    assert mk.manager_error('present', None) is None and mk.manager_error('absent', None) is None
