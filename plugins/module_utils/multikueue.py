@@ -465,22 +465,23 @@ def inventory_problems(managers, workers, cluster_queues, items):
 # manager watch nothing on a worker. tests/unit/plugins/module_utils/test_multikueue.py checks the names against the
 # catalog's frameworks.
 WATCHED_KINDS = {
-    'batch/job': ('batch/v1', 'Job'),
-    'pod': ('v1', 'Pod'),
-    'statefulset': ('apps/v1', 'StatefulSet'),
-    'jobset.x-k8s.io/jobset': ('jobset.x-k8s.io/v1alpha2', 'JobSet'),
-    'leaderworkerset.x-k8s.io/leaderworkerset': ('leaderworkerset.x-k8s.io/v1', 'LeaderWorkerSet'),
-    'kubeflow.org/mpijob': ('kubeflow.org/v2beta1', 'MPIJob'),
-    'kubeflow.org/pytorchjob': ('kubeflow.org/v1', 'PyTorchJob'),
-    'kubeflow.org/tfjob': ('kubeflow.org/v1', 'TFJob'),
-    'kubeflow.org/paddlejob': ('kubeflow.org/v1', 'PaddleJob'),
-    'kubeflow.org/xgboostjob': ('kubeflow.org/v1', 'XGBoostJob'),
-    'kubeflow.org/jaxjob': ('kubeflow.org/v1', 'JAXJob'),
-    'trainer.kubeflow.org/trainjob': ('trainer.kubeflow.org/v1alpha1', 'TrainJob'),
-    'ray.io/rayjob': ('ray.io/v1', 'RayJob'),
-    'ray.io/raycluster': ('ray.io/v1', 'RayCluster'),
-    'ray.io/rayservice': ('ray.io/v1', 'RayService'),
-    'workload.codeflare.dev/appwrapper': ('workload.codeflare.dev/v1beta2', 'AppWrapper'),
+    # integration: (apiVersion, kind, resource) of the kind its MultiKueue adapter watches on every worker
+    'batch/job': ('batch/v1', 'Job', 'jobs'),
+    'pod': ('v1', 'Pod', 'pods'),
+    'statefulset': ('apps/v1', 'StatefulSet', 'statefulsets'),
+    'jobset.x-k8s.io/jobset': ('jobset.x-k8s.io/v1alpha2', 'JobSet', 'jobsets'),
+    'leaderworkerset.x-k8s.io/leaderworkerset': ('leaderworkerset.x-k8s.io/v1', 'LeaderWorkerSet', 'leaderworkersets'),
+    'kubeflow.org/mpijob': ('kubeflow.org/v2beta1', 'MPIJob', 'mpijobs'),
+    'kubeflow.org/pytorchjob': ('kubeflow.org/v1', 'PyTorchJob', 'pytorchjobs'),
+    'kubeflow.org/tfjob': ('kubeflow.org/v1', 'TFJob', 'tfjobs'),
+    'kubeflow.org/paddlejob': ('kubeflow.org/v1', 'PaddleJob', 'paddlejobs'),
+    'kubeflow.org/xgboostjob': ('kubeflow.org/v1', 'XGBoostJob', 'xgboostjobs'),
+    'kubeflow.org/jaxjob': ('kubeflow.org/v1', 'JAXJob', 'jaxjobs'),
+    'trainer.kubeflow.org/trainjob': ('trainer.kubeflow.org/v1alpha1', 'TrainJob', 'trainjobs'),
+    'ray.io/rayjob': ('ray.io/v1', 'RayJob', 'rayjobs'),
+    'ray.io/raycluster': ('ray.io/v1', 'RayCluster', 'rayclusters'),
+    'ray.io/rayservice': ('ray.io/v1', 'RayService', 'rayservices'),
+    'workload.codeflare.dev/appwrapper': ('workload.codeflare.dev/v1beta2', 'AppWrapper', 'appwrappers'),
 }
 # Who serves each group on a worker: the CRDs to install there (the second fix of a missing kind).
 OPERATORS = {
@@ -526,7 +527,7 @@ def watched_kinds(integrations):
         found = WATCHED_KINDS.get(name)
         if found and found not in seen:
             seen.add(found)
-            out.append((name,) + found)
+            out.append((name,) + found[:2])
     return out
 
 

@@ -45,7 +45,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import Ap
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import (
-    host_valid, kueue_problems, missing_kind_problem, missing_kinds, watched_kinds)
+    WATCHED_KINDS, host_valid, kueue_problems, missing_kind_problem, missing_kinds, watched_kinds)
 from ansible_collections.kueueops.aks.plugins.module_utils.queues import FIELD_MANAGER, apply_changes
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until
 
@@ -99,6 +99,25 @@ WORKER_RULES = (
     + _job_kind('ray.io', 'rayservices')
     + _job_kind('workload.codeflare.dev', 'appwrappers')
 )
+
+
+def _watched_beyond_script():
+    """The rules of the kinds MultiKueue watches on a worker (multikueue.WATCHED_KINDS) that Kueue's script of v0.19.2
+    omits - TrainJob and JAXJob: without them the manager's watch is forbidden and the worker never becomes Active
+    (ClientConnectionFailed) once the manager enables trainer.kubeflow.org/trainjob (a chart default) or
+    kubeflow.org/jaxjob. Each gets what the script gives every job kind (``_job_kind``)."""
+    covered = set((g, r) for rule in WORKER_RULES for g in rule['apiGroups'] for r in rule['resources'])
+    out = []
+    for api_version, _kind, resource in sorted(WATCHED_KINDS.values()):
+        group = api_version.rsplit('/', 1)[0] if '/' in api_version else ''
+        if (group, resource) not in covered:
+            out += _job_kind(group, resource)
+            covered.add((group, resource))
+    return out
+
+
+# The worker's ClusterRole: Kueue's documented rules, then those of the watched kinds its script omits.
+CLUSTER_ROLE_RULES = WORKER_RULES + _watched_beyond_script()
 
 
 # ------------------------------------------------------------------------------------------- input
@@ -336,7 +355,7 @@ class MultiKueueWorker:
         meta = {'name': self.sa, 'labels': self.labels()}
         return [
             {'apiVersion': 'v1', 'kind': 'ServiceAccount', 'metadata': dict(meta, namespace=self.ns)},
-            {'apiVersion': RBAC, 'kind': 'ClusterRole', 'metadata': dict(meta), 'rules': WORKER_RULES},
+            {'apiVersion': RBAC, 'kind': 'ClusterRole', 'metadata': dict(meta), 'rules': CLUSTER_ROLE_RULES},
             {'apiVersion': RBAC, 'kind': 'ClusterRoleBinding', 'metadata': dict(meta),
              'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': self.sa},
              'subjects': [{'kind': 'ServiceAccount', 'name': self.sa, 'namespace': self.ns}]},
