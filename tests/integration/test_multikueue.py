@@ -323,6 +323,10 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
     changed = [(h, n) for h in ("manager", "worker-1", "worker-2") for n, r in again.tasks(h) if r.get("changed")]
     assert again.rc == 0 and again.changed == 0, changed
     assert _secret_kubeconfigs(m_api) == kubeconfigs
+    # Kueue runs on the workers now: the preflight also compared the Workload API the manager's Kueue uses.
+    for worker in ("worker-1", "worker-2"):
+        preflight = again.result("Preflight - does the worker serve every kind", worker)
+        assert preflight["problems"] == [] and "v1beta2" in preflight["workload_versions"], preflight
 
     # From here on, as users bound to docs/rbac only (Kueue is installed): the manager as the configure-queues user,
     # each worker as a user of configure-queues.yaml and multikueue-worker.yaml.
