@@ -16,9 +16,9 @@ description:
     documents for MultiKueue workers at v0.19.2 (C(site/static/examples/multikueue/create-multikueue-kubeconfig.sh)
     - batch Jobs, Pods, StatefulSets, LeaderWorkerSets, JobSets, Kueue Workloads, ClusterQueues and LocalQueues
     (read), Kubeflow, Ray and AppWrapper jobs), plus the same access to TrainJobs and JAXJobs, which the manager
-    watches on every worker when their integrations are enabled (TrainJob is a chart default) but the script omits:
-    without it the worker would never become Active (forbidden). Every object is labelled C(app.kubernetes.io/managed-by=kueueops)
-    and C(kueueops.aks/multikueue-worker=<service_account>).
+    watches on every worker when their integrations are enabled (TrainJob is a chart default) but the script omits
+    (without it the worker would never become Active, forbidden). Every object is labelled
+    C(app.kubernetes.io/managed-by=kueueops) and C(kueueops.aks/multikueue-worker=<service_account>).
   - B(The token) lives in a holder Secret C(<service_account>-token-<5 characters>) labelled
     C(kueueops.aks/multikueue-token=<service_account>). With O(token_type=request) a TokenRequest of O(token_ttl)
     seconds bound to that Secret (deleting the Secret revokes the token; its expiry, which the API server may cap,
