@@ -246,7 +246,9 @@ def test_the_chart_default_integrations_are_refused_before_any_write(clusters):
         run = run_playbook(PLAYBOOK, inventory=inv, check=check, timeout=600)
         text = run.stdout + run.stderr
         assert run.rc != 0 and "Traceback" not in text and "MODULE FAILURE" not in text, text[-3000:]
-        (message,) = set(m for h in ("manager", "worker-1", "worker-2") for m in run.failure_messages(h))
+        messages = set(m for h in ("manager", "worker-1", "worker-2") for m in run.failure_messages(h))
+        assert len(messages) == 1, messages
+        (message,) = messages
         assert message.startswith("MultiKueue cannot use these workers with the manager's Kueue (the chart's default "
                                   "integrations of Kueue %s" % manager.state["chart_versions"][0]), message
         assert message.rstrip().endswith("Nothing was changed on any cluster."), message
@@ -259,7 +261,9 @@ def test_the_chart_default_integrations_are_refused_before_any_write(clusters):
             assert "[batch/job" in sentence, sentence
         # the install never ran: the preflight is the last task of every host
         for host in ("manager", "worker-1", "worker-2"):
-            assert not [n for n, _r in run.tasks(host) if "Install" in n or "install" in n], list(run.tasks(host))
+            names = [n for n, _r in run.tasks(host)]
+            assert not [n for n in names if "Install and verify Kueue" in n or "Install or upgrade" in n], names
+            assert [n for n in names if "Preflight - refuse workers MultiKueue cannot use" in n] or host != "manager"
     # Both clusters (and the other worker) exactly as they were: no object written, no namespace, no Helm record.
     for api, was in zip(apis, before):
         assert rbac.snapshot(api) == was
