@@ -711,8 +711,6 @@ CASES = [
     Case("mk-worker-manager-without-preflight", "kueue_multikueue_worker",
          ["manager", "only with state=preflight"], ["set state: preflight"],
          {"args": {"manager": {"integrations": ["batch/job"]}}}),
-    Case("mk-worker-manager-not-a-dict", "kueue_multikueue_worker", ["manager", "dictionary"], ["dict"],
-         {"args": {"state": "preflight", "manager": "batch/job"}}),
 ]
 
 
