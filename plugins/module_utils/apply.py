@@ -31,7 +31,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils import cluster_identi
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
-from ansible_collections.kueueops.aks.plugins.module_utils import managed_fields, multikueue
+from ansible_collections.kueueops.aks.plugins.module_utils import admission_checks, managed_fields, multikueue
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils import schema_check, server_errors
 
@@ -223,6 +223,8 @@ class QueueEngine:
         self.cluster = Cluster(api_client)
         self.served = {}
         self.log = log or (lambda msg: None)
+        self.checked_queues = False  # some ClusterQueue of the input has AdmissionChecks (wait_active)
+        self.wait_stopped = []  # the queues whose cause cannot heal, at which the last wait_active ended
         size_pool(self.api, self.workers)
 
     # ----------------------------------------------------------- helpers
@@ -540,20 +542,29 @@ class QueueEngine:
 
     # ------------------------------------------------------------ waiting
     def wait_active(self, keys_by_kind, deadline):
-        """Wait until every key reports Active=True; {key: reason} of those that do not."""
-        not_active = {}
+        """Wait until every key reports Active=True; {key: reason} of those that do not. A ClusterQueue inactive
+        because of an AdmissionCheck gets the chain's causes before Kueue's reason, deepest first
+        (admission_checks.explain); when one of them cannot heal by waiting, the wait ends at once (the remaining
+        kinds are read once) and ``wait_stopped`` is true. With ``checked_queues`` (some ClusterQueue of the input has
+        AdmissionChecks, whose MultiKueueClusters change without a ClusterQueue event) a ClusterQueue watch round is
+        5 s, so such a cause is seen within seconds."""
+        not_active, final = {}, []
         for kind in q.ACTIVE_KINDS:
             keys = set(keys_by_kind.get(kind) or ())
             if not keys:
                 continue
-            not_active.update(self._wait_kind_active(kind, keys, deadline))
+            not_active.update(self._wait_kind_active(
+                kind, keys, Deadline(0) if final else deadline, final,
+                5 if self.checked_queues and kind == 'ClusterQueue' else 60))
+        self.wait_stopped = list(final)
         return not_active
 
-    def _wait_kind_active(self, kind, keys, deadline):
+    def _wait_kind_active(self, kind, keys, deadline, final=None, round_seconds=60):
         # {key: reason} of the keys not Active yet, kept up to date item by item: an event costs the same whatever
         # the number of queues (10,000 LocalQueues turning Active are 10,000 events; recomputing the pending set
         # over every key on each of them was quadratic).
         pending = dict((key, 'not found') for key in keys)
+        final = [] if final is None else final
 
         def seen(item):
             item.setdefault('kind', kind)
@@ -562,25 +573,46 @@ class QueueEngine:
                 active, reason = q.active_state(item)
                 if active:
                     pending.pop(key, None)
-                else:
-                    pending[key] = reason
+                    return
+                causes = admission_checks.explain(self.cluster, self.version_of(kind), item) \
+                    if kind == 'ClusterQueue' else []
+                pending[key] = admission_checks.text(causes, reason)
+                if any(c.final for c in causes) and key not in final:
+                    final.append(key)
 
         def listed(items):
             for item in items:
                 seen(item)
-            return pending
+            return {} if final else pending
 
         def changed(event):
             item = event.get('object') if isinstance(event, dict) else None
             if isinstance(item, dict) and event.get('type') in ('ADDED', 'MODIFIED'):
                 seen(item)
-            return pending
+            return {} if final else pending
 
         # A watch that breaks or expires ends its round; the next LIST is the truth (errors='relist'). Only each
         # queue's Active state is kept, so the LIST is read page by page (paged): 10,000 LocalQueues are never in
-        # memory at once.
-        return dict(watch_until(self.cluster, self._path(kind, None), deadline, listed, changed, errors='relist',
-                                paged=True) or {})
+        # memory at once. A cause that cannot heal ends the wait (an empty pending for watch_until).
+        watch_until(self.cluster, self._path(kind, None), deadline, listed, changed, errors='relist', paged=True,
+                    round_seconds=round_seconds)
+        return dict(pending)
+
+
+def not_active_message(result, timeout):
+    """kueue_queues' failure when queues are not Active: each queue and its reason (a ClusterQueue's AdmissionCheck
+    chain first, deepest cause first); when the wait ended at a cause that cannot heal, that queue leads and the
+    message says the timeout was not waited out."""
+    def label(i):
+        return '%s %s%s' % (i['kind'], i.get('namespace', '') and i['namespace'] + '/', i['name'])
+    items = result['not_active']
+    reasons = '; '.join('%s: %s' % (label(i), i['reason']) for i in items)
+    if result.get('wait_stopped'):
+        first = items[0]
+        return ('%s cannot become Active: %s. The wait stopped at once rather than after %ss (timeout): waiting '
+                'cannot heal this. %d queue(s) not Active: %s' % (label(first), first['reason'], timeout, len(items),
+                                                                  reasons))
+    return '%d queue(s) did not become Active within %ss: %s' % (len(items), timeout, reasons)
 
 
 def all_active(live, keys_by_kind):
@@ -875,6 +907,8 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
         try:
             # Nothing written: the run's own LIST is as current as another would be, so queues it shows Active
             # need no second LIST (a re-run with nothing to do makes one LIST per kind).
+            engine.checked_queues = any(admission_checks.check_names(o) for o in objects
+                                        if o.get('kind') == 'ClusterQueue')
             not_active = {} if not result['changed'] and all_active(live, expected) else \
                 engine.wait_active(expected, deadline)
         except Exception as exc:  # pylint: disable=broad-except
@@ -882,7 +916,10 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
                 raise
             raise ApplyInterrupted(progress['stage'], exc, api_client.configuration.host, progress['applied'],
                                    total)
-        result['not_active'] = [dict(_ref(k), reason=r) for k, r in sorted(not_active.items())]
+        stopped = set(engine.wait_stopped) if not_active else set()
+        result['not_active'] = [dict(_ref(k), reason=r) for k, r in sorted(not_active.items(),
+                                                                           key=lambda i: (i[0] not in stopped, i[0]))]
+        result['wait_stopped'] = bool(stopped)
     return result
 
 

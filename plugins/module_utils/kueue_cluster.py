@@ -188,6 +188,14 @@ class Cluster:
             return None
         return set(r.get('name') for r in found.get('resources') or [])
 
+    def served_kinds(self, group_version, timeout=None):
+        """The kinds of the top-level resources ``group_version`` serves (``{'Job', ...}``), or None when it is not
+        served (404): the same discovery read as ``served``, by kind instead of resource name."""
+        found = self.get(_root(group_version), timeout=timeout)
+        if found is None:
+            return None
+        return set(r.get('kind') for r in found.get('resources') or [] if '/' not in (r.get('name') or ''))
+
     def deployment(self, namespace, name, timeout=None):
         """The Deployment ``namespace/name``, or None when it does not exist."""
         return self.get(path('apps/v1', 'deployments', namespace, name), timeout=timeout)

@@ -30,6 +30,7 @@ Pure: no cluster, no Ansible. Problems are ``(object, field, text, fix)`` tuples
 
 import ipaddress
 import json
+import re
 
 from urllib.parse import urlsplit
 
@@ -38,7 +39,7 @@ try:
 except ImportError:  # pragma: no cover - the module reports the missing library
     yaml = None
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import is_dns_subdomain
+from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, is_dns_subdomain
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
 
 CONTROLLER = GROUP + '/multikueue'
@@ -444,3 +445,144 @@ def inventory_problems(managers, workers, cluster_queues, items):
                             'kueue_resources_src; declare it there, or remove it from %s.'
                             % (ROLE_CLUSTER_QUEUES, idx, name, ROLE_CLUSTER_QUEUES))
     return problems
+
+
+# ------------------------------------------------------------------ the preflight (issue 44)
+# The kinds Kueue's MultiKueue watches on EVERY worker, per integration enabled on the manager. Source: Kueue v0.19.2
+# (sigs.k8s.io/kueue@v0.19.2, the module the local control plane builds):
+#   * cmd/kueue/main.go: jobframework.GetMultiKueueAdapters(sets.New(cfg.Integrations.Frameworks...)) - the adapters
+#     of the integrations listed in the manager's Configuration (integrations.frameworks);
+#   * pkg/controller/jobframework/integrationmanager.go GetMultiKueueAdapters: an integration registered with a
+#     MultiKueueAdapter (jobframework.RegisterIntegration(FrameworkName, IntegrationCallbacks{MultiKueueAdapter: ...}),
+#     pkg/controller/jobs/*/..._controller.go), keyed by the adapter's GVK();
+#   * pkg/controller/admissionchecks/multikueue/multikueuecluster.go updateConfigAndRefreshWatchers: a watch of
+#     kueue.x-k8s.io Workload, then one per adapter implementing jobframework.MultiKueueWatcher (every built-in one
+#     does); a watch that cannot be established ("no matches for kind") fails the connection: the MultiKueueCluster
+#     stays Active=False, ClientConnectionFailed, naming the first kind of a Go map's random order.
+# The group/version of each kind is the API package its controller imports (go.mod of v0.19.2: kuberay ray-operator
+# v1.6.2, jobset v0.12.0, lws v0.9.0, trainer v2.2.1, training-operator v1.9.3, mpi-operator v0.8.2, appwrapper
+# v1.2.2). Integrations without a MultiKueueAdapter (deployment, sparkoperator.k8s.io/sparkapplication) make the
+# manager watch nothing on a worker. tests/unit/plugins/module_utils/test_multikueue.py checks the names against the
+# catalog's frameworks.
+WATCHED_KINDS = {
+    # integration: (apiVersion, kind, resource) of the kind its MultiKueue adapter watches on every worker
+    'batch/job': ('batch/v1', 'Job', 'jobs'),
+    'pod': ('v1', 'Pod', 'pods'),
+    'statefulset': ('apps/v1', 'StatefulSet', 'statefulsets'),
+    'jobset.x-k8s.io/jobset': ('jobset.x-k8s.io/v1alpha2', 'JobSet', 'jobsets'),
+    'leaderworkerset.x-k8s.io/leaderworkerset': ('leaderworkerset.x-k8s.io/v1', 'LeaderWorkerSet', 'leaderworkersets'),
+    'kubeflow.org/mpijob': ('kubeflow.org/v2beta1', 'MPIJob', 'mpijobs'),
+    'kubeflow.org/pytorchjob': ('kubeflow.org/v1', 'PyTorchJob', 'pytorchjobs'),
+    'kubeflow.org/tfjob': ('kubeflow.org/v1', 'TFJob', 'tfjobs'),
+    'kubeflow.org/paddlejob': ('kubeflow.org/v1', 'PaddleJob', 'paddlejobs'),
+    'kubeflow.org/xgboostjob': ('kubeflow.org/v1', 'XGBoostJob', 'xgboostjobs'),
+    'kubeflow.org/jaxjob': ('kubeflow.org/v1', 'JAXJob', 'jaxjobs'),
+    'trainer.kubeflow.org/trainjob': ('trainer.kubeflow.org/v1alpha1', 'TrainJob', 'trainjobs'),
+    'ray.io/rayjob': ('ray.io/v1', 'RayJob', 'rayjobs'),
+    'ray.io/raycluster': ('ray.io/v1', 'RayCluster', 'rayclusters'),
+    'ray.io/rayservice': ('ray.io/v1', 'RayService', 'rayservices'),
+    'workload.codeflare.dev/appwrapper': ('workload.codeflare.dev/v1beta2', 'AppWrapper', 'appwrappers'),
+}
+# Who serves each group on a worker: the CRDs to install there (the second fix of a missing kind).
+OPERATORS = {
+    'jobset.x-k8s.io': 'JobSet', 'leaderworkerset.x-k8s.io': 'LeaderWorkerSet (lws)',
+    'kubeflow.org': 'the Kubeflow Training Operator (MPIJob: the MPI Operator)',
+    'trainer.kubeflow.org': 'Kubeflow Trainer', 'ray.io': 'KubeRay',
+    'workload.codeflare.dev': 'AppWrapper (CodeFlare)',
+}
+ROLE_INTEGRATIONS = 'kueue_integrations'
+# The frameworks Kueue v0.19.2 registers without a MultiKueueAdapter: the manager watches nothing on a worker for them.
+WITHOUT_ADAPTER = ('deployment', 'sparkoperator.k8s.io/sparkapplication')
+
+
+def manager_error(state, manager):
+    """The ``KueueOpsError`` of kueue_multikueue_worker's ``manager`` option (None when fine): required with
+    ``state=preflight``; each integration a framework Kueue registers; ``api_version`` Kueue's group."""
+    if state != 'preflight':
+        return None if manager is None else KueueOpsError(
+            'is used only with state=preflight (state is %s)' % state, field='manager',
+            fix='remove manager, or set state: preflight')
+    if manager is None:
+        return KueueOpsError('is required with state=preflight', field='manager',
+                             fix='give the manager\'s integrations, for example manager: {integrations: [batch/job]}')
+    known = sorted(set(WATCHED_KINDS) | set(WITHOUT_ADAPTER))
+    for idx, name in enumerate(manager.get('integrations') or []):
+        if name not in known:
+            return KueueOpsError('%r is not an integration framework of Kueue' % (name,),
+                                 field='manager.integrations[%d]' % idx,
+                                 fix='use a framework name of the manager\'s Configuration: %s' % ', '.join(known))
+    version = manager.get('api_version')
+    if version is not None and not re.match(r'^%s/v\d+((alpha|beta)\d+)?$' % re.escape(GROUP), version):
+        return KueueOpsError('%r is not a version of the Kueue API' % (version,), field='manager.api_version',
+                             fix='give it as %s/<version>, such as %s/v1beta2' % (GROUP, GROUP))
+    return None
+
+
+def watched_kinds(integrations):
+    """``[(integration, api_version, kind)]`` MultiKueue watches on every worker for the manager's ``integrations``
+    (their order; integrations without an adapter give nothing). Kueue's own Workload is not among them
+    (``kueue_problems`` checks it)."""
+    out, seen = [], set()
+    for name in integrations or ():
+        found = WATCHED_KINDS.get(name)
+        if found and found not in seen:
+            seen.add(found)
+            out.append((name,) + found[:2])
+    return out
+
+
+def missing_kinds(integrations, served):
+    """``[{integration, api_version, kind}]`` of ``watched_kinds(integrations)`` that a worker does not serve;
+    ``served``: {api_version: set of kinds, or None when the group version is not served} (discovery)."""
+    return [{'integration': name, 'api_version': version, 'kind': kind}
+            for name, version, kind in watched_kinds(integrations) if kind not in (served.get(version) or ())]
+
+
+def _minor(version):
+    parts = str(version or '').lstrip('v').split('.')
+    try:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        return None
+
+
+def kueue_problems(worker, manager_version, manager_api_version, worker_version, workload_versions):
+    """``(problems, warnings)`` of the Kueue on ``worker`` against the manager's: MultiKueue creates and watches
+    Workloads on the worker at the API version the manager's Kueue reads (``manager_api_version``, such as
+    ``kueue.x-k8s.io/v1beta2``), so the worker's Workload CRD must serve it (``workload_versions``: the versions it
+    serves, None when Kueue is not installed there yet - the run installs it). Kueue publishes no version-skew policy
+    for MultiKueue: another minor is a warning, not a refusal."""
+    problems, warnings = [], []
+    if manager_api_version and workload_versions is not None:
+        version = manager_api_version.split('/')[-1]
+        if version not in workload_versions:
+            problems.append('worker %s: its Kueue (%s) serves the Workload API at %s only, but the manager\'s Kueue '
+                            '(%s) creates and watches Workloads on workers at %s; MultiKueue cannot use this worker. '
+                            'Fix: install the same Kueue version on the worker as on the manager (kueue_version).'
+                            % (worker, worker_version or 'version unknown', ', '.join(workload_versions) or 'none',
+                               manager_version or 'version unknown', manager_api_version))
+    mine, theirs = _minor(manager_version), _minor(worker_version)
+    if mine and theirs and mine != theirs:
+        warnings.append('worker %s runs Kueue %s and the manager %s: Kueue publishes no version-skew policy for '
+                        'MultiKueue; the collection checks only the Workload API version, so keep both on the same '
+                        'minor.' % (worker, worker_version, manager_version))
+    return problems, warnings
+
+
+def missing_kind_problem(worker, missing, manager_integrations, source):
+    """The one sentence of a worker that lacks ``missing`` (``missing_kinds``): every kind at once, and both fixes."""
+    kinds = ', '.join('%s (%s, integration %s)' % (m['kind'], m['api_version'], m['integration']) for m in missing)
+    operators = []
+    for m in missing:
+        group = m['api_version'].split('/')[0]
+        op = OPERATORS.get(group, group)
+        if op not in operators:
+            operators.append(op)
+    dropped = set(m['integration'] for m in missing)
+    keep = [n for n in manager_integrations if n not in dropped]
+    return ('worker %s does not serve %d kind(s) that the manager\'s MultiKueue watches on every worker, for the '
+            'integrations of %s: %s. Kueue would keep the worker inactive (MultiKueueCluster Active=False, '
+            'ClientConnectionFailed: no matches for kind), naming one kind at a time. Fix, either: set the manager\'s '
+            '%s to the frameworks the workers run (without these: %s); or install the CRDs of %s on worker %s.'
+            % (worker, len(missing), source, kinds, ROLE_INTEGRATIONS, '[' + ', '.join(keep) + ']' if keep else
+               '[batch/job]', ', '.join(operators), worker))

@@ -43,7 +43,9 @@ from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTE
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
-from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import host_valid
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
+from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import (
+    WATCHED_KINDS, host_valid, kueue_problems, missing_kind_problem, missing_kinds, watched_kinds)
 from ansible_collections.kueueops.aks.plugins.module_utils.queues import FIELD_MANAGER, apply_changes
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until
 
@@ -97,6 +99,25 @@ WORKER_RULES = (
     + _job_kind('ray.io', 'rayservices')
     + _job_kind('workload.codeflare.dev', 'appwrappers')
 )
+
+
+def _watched_beyond_script():
+    """The rules of the kinds MultiKueue watches on a worker (multikueue.WATCHED_KINDS) that Kueue's script of v0.19.2
+    omits - TrainJob and JAXJob: without them the manager's watch is forbidden and the worker never becomes Active
+    (ClientConnectionFailed) once the manager enables trainer.kubeflow.org/trainjob (a chart default) or
+    kubeflow.org/jaxjob. Each gets what the script gives every job kind (``_job_kind``)."""
+    covered = set((g, r) for rule in WORKER_RULES for g in rule['apiGroups'] for r in rule['resources'])
+    out = []
+    for api_version, _kind, resource in sorted(WATCHED_KINDS.values()):
+        group = api_version.rsplit('/', 1)[0] if '/' in api_version else ''
+        if (group, resource) not in covered:
+            out += _job_kind(group, resource)
+            covered.add((group, resource))
+    return out
+
+
+# The worker's ClusterRole: Kueue's documented rules, then those of the watched kinds its script omits.
+CLUSTER_ROLE_RULES = WORKER_RULES + _watched_beyond_script()
 
 
 # ------------------------------------------------------------------------------------------- input
@@ -334,7 +355,7 @@ class MultiKueueWorker:
         meta = {'name': self.sa, 'labels': self.labels()}
         return [
             {'apiVersion': 'v1', 'kind': 'ServiceAccount', 'metadata': dict(meta, namespace=self.ns)},
-            {'apiVersion': RBAC, 'kind': 'ClusterRole', 'metadata': dict(meta), 'rules': WORKER_RULES},
+            {'apiVersion': RBAC, 'kind': 'ClusterRole', 'metadata': dict(meta), 'rules': CLUSTER_ROLE_RULES},
             {'apiVersion': RBAC, 'kind': 'ClusterRoleBinding', 'metadata': dict(meta),
              'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': self.sa},
              'subjects': [{'kind': 'ServiceAccount', 'name': self.sa, 'namespace': self.ns}]},
@@ -352,6 +373,9 @@ class MultiKueueWorker:
     def run(self):
         """The module's result; every error is a ``KueueOpsError`` scrubbed of the tokens seen."""
         try:
+            if self.p['state'] == 'preflight':
+                return dict(preflight(self.cluster, self.p['cluster_name'], self.p.get('manager') or {}, self.ns),
+                            service_account=self.sa)
             return self.present() if self.p['state'] == 'present' else self.absent()
         except Exception as exc:  # pylint: disable=broad-except
             error = exc if isinstance(exc, KueueOpsError) else describe_kube_error(exc, host=self.cluster.host)
@@ -572,3 +596,43 @@ class MultiKueueWorker:
             raise KueueOpsError('still present %ss after their deletion: %s' % (
                 self.p['timeout'], ', '.join('%s/%s' % item for item in pending)), field='timeout',
                 fix='raise timeout, or look for a finalizer on them')
+
+
+# ------------------------------------------------------------------ preflight (issue 44)
+def kueue_on_worker(cluster, namespace):
+    """``(version, workload_versions)`` of the Kueue on a worker: the tag of the image of the Deployment
+    ``kueue-controller-manager`` in ``namespace`` (None when unknown or unreadable) and the versions its Workload API
+    is served at (discovery; None when Kueue's group is not served: not installed yet)."""
+    versions = None
+    for group in (cluster.get('/apis') or {}).get('groups') or []:
+        if group.get('name') == GROUP:
+            versions = sorted(v.get('version') for v in group.get('versions') or []
+                              if 'Workload' in (cluster.served_kinds(v.get('groupVersion') or '') or ()))
+    try:
+        deployment = cluster.deployment(namespace, 'kueue-controller-manager') or {}
+    except ApiException:
+        deployment = {}
+    images = [c.get('image') or '' for c in ((deployment.get('spec') or {}).get('template') or {}).get(
+        'spec', {}).get('containers') or []]
+    tags = [i.split('@')[0].rsplit(':', 1)[-1] for i in images if ':' in i.split('@')[0].rsplit('/', 1)[-1]]
+    return (tags[0] if tags else None), versions
+
+
+def preflight(cluster, name, manager, namespace):
+    """What MultiKueue needs of this worker, read and changing nothing (``state=preflight``): every kind the manager's
+    MultiKueue watches for ``manager['integrations']`` served (each group version read once by discovery), and the
+    Kueue Workload API at ``manager['api_version']``. ``problems``: one sentence per failed need, naming every missing
+    kind at once and the fixes; empty when MultiKueue can use this worker."""
+    integrations = manager.get('integrations')
+    served = {}
+    for version in sorted(set(v for _n, v, _k in watched_kinds(integrations or ()))):
+        served[version] = cluster.served_kinds(version)
+    missing = missing_kinds(integrations or (), served) if integrations is not None else []
+    problems = [missing_kind_problem(name, missing, list(integrations), manager.get('source') or 'the manager')] \
+        if missing else []
+    version, workload_versions = kueue_on_worker(cluster, namespace)
+    more, warnings = kueue_problems(name, manager.get('kueue_version'), manager.get('api_version'), version,
+                                    workload_versions)
+    return {'changed': False, 'worker': name, 'missing_kinds': missing, 'kueue_version': version,
+            'workload_versions': workload_versions, 'problems': problems + more, 'skew_warnings': warnings,
+            'checked_kinds': integrations is not None}

@@ -15,6 +15,7 @@ import json
 import re
 import time
 
+from ansible_collections.kueueops.aks.plugins.module_utils.admission_checks import cluster_cause, explain
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, api_exception_message, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_storage import decode_helm_release, latest_release_secret
 from ansible_collections.kueueops.aks.plugins.module_utils.manager_config import effective_from_deployment
@@ -55,8 +56,10 @@ def flavor_quotas(cq):
 
 
 class Check:
-    def __init__(self, name, ok, reason, details=None):
-        self.name, self.ok, self.reason, self.details = name, ok, reason, details
+    """One check; ``final``: failed for a cause that waiting cannot heal (admission_checks), which ends the wait."""
+
+    def __init__(self, name, ok, reason, details=None, final=False):
+        self.name, self.ok, self.reason, self.details, self.final = name, ok, reason, details, final
 
     def as_dict(self):
         out = {"name": self.name, "ok": self.ok, "reason": self.reason}
@@ -268,11 +271,25 @@ class Verifier:
             for plural, summarise in (("clusterqueues", self._cluster_queues), ("localqueues", self._local_queues)):
                 for items, _meta in self.cluster.pages(path(group_version, plural)):
                     summarise(items, out)
+                    if plural == "clusterqueues":
+                        self._explain(items, out, version)
         except ApiException:
             return {"cluster_queues": [], "local_queues": []}
         out["cluster_queues"].sort(key=lambda q: q["name"])
         out["local_queues"].sort(key=lambda q: (q["namespace"], q["name"]))
         return out
+
+    def _explain(self, cqs, out, version):
+        """The AdmissionCheck chain of each ClusterQueue of ``cqs`` inactive because of an AdmissionCheck
+        (admission_checks.explain): its summary's ``reason`` becomes the causes, deepest first, then Kueue's reason,
+        and ``cannot_heal`` says whether waiting could make it Active."""
+        summaries = dict((q["name"], q) for q in out["cluster_queues"])
+        for cq in cqs:
+            causes = explain(self.cluster, version, cq)
+            summary = summaries.get(cq["metadata"]["name"])
+            if causes and summary is not None:
+                summary["reason"] = "; ".join([c.text for c in causes] + [summary["reason"] or "AdmissionCheckInactive"])
+                summary["cannot_heal"] = any(c.final for c in causes)
 
     @staticmethod
     def _cluster_queues(cqs, out):
@@ -319,8 +336,9 @@ class Verifier:
     def wait(self, timeout, extra=None):
         """Run the checks until all pass or `timeout` seconds pass; between runs, block on
         a watch of the namespace's Deployments (at most 10 s: a change elsewhere is seen by the next run)."""
-        checks, _done = poll_until(lambda: self.run_checks(extra), lambda checks: all(c.ok for c in checks),
-                                   Deadline(timeout), 10, pause=self._wait_for_change)
+        checks, _done = poll_until(lambda: self.run_checks(extra), lambda checks: all(c.ok for c in checks)
+                                   or any(c.final for c in checks), Deadline(timeout), 10,
+                                   pause=self._wait_for_change)
         return checks
 
     def _wait_for_change(self, seconds):
@@ -400,7 +418,10 @@ def multikueue_cluster_check(name, obj, config_name):
         return Check(label, True, "worker %s connected (%s)" % (name, message or reason)), summary
     if reason is None:
         return Check(label, False, "MultiKueueCluster %s has no Active condition yet" % name), summary
-    return Check(label, False, "worker %s is not Active: %s: %s" % (name, reason, message or "no message")), summary
+    cause = cluster_cause(name, obj)
+    return Check(label, False, "worker %s is not Active: %s: %s%s" % (
+        name, reason, message or "no message", cause.text[cause.text.index(" (the worker lacks"):]
+        if " (the worker lacks" in cause.text else ""), final=cause.final), summary
 
 
 def admission_check_state(workload, check_name):

@@ -15,8 +15,10 @@ description:
     O(service_account), and the ClusterRole and ClusterRoleBinding of that name, whose rules are exactly those Kueue
     documents for MultiKueue workers at v0.19.2 (C(site/static/examples/multikueue/create-multikueue-kubeconfig.sh)
     - batch Jobs, Pods, StatefulSets, LeaderWorkerSets, JobSets, Kueue Workloads, ClusterQueues and LocalQueues
-    (read), Kubeflow, Ray and AppWrapper jobs). Every object is labelled C(app.kubernetes.io/managed-by=kueueops)
-    and C(kueueops.aks/multikueue-worker=<service_account>).
+    (read), Kubeflow, Ray and AppWrapper jobs), plus the same access to TrainJobs and JAXJobs, which the manager
+    watches on every worker when their integrations are enabled (TrainJob is a chart default) but the script omits
+    (without it the worker would never become Active, forbidden). Every object is labelled
+    C(app.kubernetes.io/managed-by=kueueops) and C(kueueops.aks/multikueue-worker=<service_account>).
   - B(The token) lives in a holder Secret C(<service_account>-token-<5 characters>) labelled
     C(kueueops.aks/multikueue-token=<service_account>). With O(token_type=request) a TokenRequest of O(token_ttl)
     seconds bound to that Secret (deleting the Secret revokes the token; its expiry, which the API server may cap,
@@ -35,6 +37,12 @@ description:
   - V(absent) deletes the holder Secrets (revoking every token), the ClusterRoleBinding, the ClusterRole and the
     ServiceAccount - each only if it carries the C(kueueops.aks/multikueue-worker=<service_account>) label (one
     without it is left, with a warning) - and waits until they are gone.
+  - V(preflight) (issue 44) changes nothing and needs no Kueue on the worker - it reads, by API discovery, whether
+    the worker serves every kind that the manager's MultiKueue watches on each worker for O(manager.integrations)
+    (Kueue's MultiKueue adapters, the table C(WATCHED_KINDS) of C(plugins/module_utils/multikueue.py)) and, when
+    Kueue runs there, the versions its Workload API is served at against O(manager.api_version). It never fails on
+    what it finds - RV(problems) lists every missing kind at once with the fixes, RV(skew_warnings) a different
+    Kueue minor; the role entry point C(multikueue) refuses the run with them before anything is written.
   - The identity that runs the module needs, on the worker - get namespaces, the kube-root-ca.crt ConfigMap (when
     neither O(ca_data) nor the connection gives the CA), get, patch (apply) and delete ServiceAccounts, ClusterRoles
     and ClusterRoleBindings (and the RBAC C(escalate)/C(bind) verbs or the permissions of the rules), list, get,
@@ -43,9 +51,11 @@ author:
   - kueueops contributors (@kueueops)
 options:
   state:
-    description: V(present) prepares the worker and returns the kubeconfig; V(absent) removes what V(present) made.
+    description:
+      - V(present) prepares the worker and returns the kubeconfig; V(absent) removes what V(present) made;
+        V(preflight) reads what MultiKueue needs of the worker (O(manager)) and changes nothing.
     type: str
-    choices: [present, absent]
+    choices: [present, absent, preflight]
     default: present
   namespace:
     description:
@@ -103,6 +113,28 @@ options:
         the worker in messages (the MultiKueueCluster's name, typically).
     type: str
     default: kueueops-worker
+  manager:
+    description:
+      - With V(preflight) - what the manager's Kueue runs, to check this worker against.
+    type: dict
+    suboptions:
+      integrations:
+        description:
+          - The manager's effective integration frameworks (its Configuration's C(integrations.frameworks)); null
+            skips the kind check (the manager's integrations are not known yet).
+        type: list
+        elements: str
+      kueue_version:
+        description: The manager's Kueue version (such as C(0.19.2)), for RV(skew_warnings).
+        type: str
+      api_version:
+        description:
+          - The Kueue API version at which the manager's Kueue creates and watches Workloads on workers (such as
+            C(kueue.x-k8s.io/v1beta2)); the worker's Workload API must serve it.
+        type: str
+      source:
+        description: Where the integrations come from, for the message (such as C(the manager's live Configuration)).
+        type: str
   timeout:
     description:
       - Seconds to wait for kube-controller-manager to fill a V(secret) token, and for deleted objects to be gone.
@@ -155,6 +187,17 @@ EXAMPLES = r"""
     kubeconfig: ~/.kube/aks-worker-1.yaml
     cluster_name: aks-worker-1
   check_mode: true
+
+- name: Does the worker serve every kind the manager's MultiKueue watches? (changes nothing)
+  kueueops.aks.kueue_multikueue_worker:
+    kubeconfig: ~/.kube/aks-worker-1.yaml
+    cluster_name: aks-worker-1
+    state: preflight
+    manager:
+      integrations: [batch/job, jobset.x-k8s.io/jobset]
+      api_version: kueue.x-k8s.io/v1beta2
+  register: preflight
+  failed_when: preflight.problems | length > 0
 
 - name: Remove the worker's ServiceAccount, RBAC and tokens
   kueueops.aks.kueue_multikueue_worker:
@@ -221,6 +264,33 @@ revoked:
   returned: state=present
   type: list
   elements: str
+problems:
+  description:
+    - V(preflight) - one sentence per need of MultiKueue the worker does not meet, each naming every missing kind (or
+      the Workload API version) and the fixes; empty when MultiKueue can use the worker.
+  returned: state=preflight
+  type: list
+  elements: str
+missing_kinds:
+  description: V(preflight) - each kind the manager watches that the worker does not serve.
+  returned: state=preflight
+  type: list
+  elements: dict
+  sample: [{integration: ray.io/rayjob, api_version: ray.io/v1, kind: RayJob}]
+kueue_version:
+  description: V(preflight) - the worker's Kueue version (its manager image's tag), null when unknown.
+  returned: state=preflight
+  type: str
+workload_versions:
+  description: V(preflight) - the versions the worker's Kueue Workload API is served at; null without Kueue.
+  returned: state=preflight
+  type: list
+  elements: str
+skew_warnings:
+  description: V(preflight) - the worker runs another Kueue minor than the manager.
+  returned: state=preflight
+  type: list
+  elements: str
 deleted:
   description: What V(absent) deleted (would delete), as C(Kind/name).
   returned: state=absent
@@ -232,13 +302,14 @@ deleted:
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import namespace_name_error
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import manager_error
 from ansible_collections.kueueops.aks.plugins.module_utils.multikueue_worker import (
     MultiKueueWorker, cluster_name_error, normalise_ca, server_error, token_ttl_error)
 
 
 def main():
     module = KueueOpsModule(dict(
-        state=dict(type='str', default='present', choices=['present', 'absent']),
+        state=dict(type='str', default='present', choices=['present', 'absent', 'preflight']),
         namespace=dict(type='str', default='kueue-system'),
         service_account=dict(type='str', default='kueueops-multikueue'),
         token_type=dict(type='str', default='request', choices=['request', 'secret'], no_log=False),
@@ -249,13 +320,20 @@ def main():
         ca_data=dict(type='str'),
         cluster_name=dict(type='str', default='kueueops-worker'),
         timeout=dict(type='int', default=60),
+        manager=dict(type='dict', options=dict(
+            integrations=dict(type='list', elements='str'),
+            kueue_version=dict(type='str'),
+            api_version=dict(type='str'),
+            source=dict(type='str'),
+        )),
     ), supports_check_mode=True)
     p = module.params
     module.check_namespace('namespace')
     module.check_seconds('timeout')
     module.refuse_first([namespace_name_error(p['service_account'], 'service_account', 'ServiceAccount'),
                          cluster_name_error(p['cluster_name']), token_ttl_error(p['token_ttl']),
-                         server_error(p['server']) if p['server'] is not None else None])
+                         server_error(p['server']) if p['server'] is not None else None,
+                         manager_error(p['state'], p['manager'])])
     if p['ca_data'] is not None:
         module.run(lambda: normalise_ca(p['ca_data']))
     worker = MultiKueueWorker(module.api_client, p, check_mode=module.check_mode)

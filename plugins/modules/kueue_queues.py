@@ -133,6 +133,10 @@ options:
     description:
       - Wait until every ClusterQueue and LocalQueue of the input reports C(Active=True) (queues stopped on purpose
         with C(stopPolicy) excepted), and fail with the condition reason of those that do not.
+      - A ClusterQueue inactive because of an AdmissionCheck is explained by following ClusterQueue -> AdmissionCheck
+        -> MultiKueueConfig -> MultiKueueCluster (or Kueue's ProvisioningRequest controller); the failure names the
+        deepest cause first, and a cause that waiting cannot heal (RV(wait_stopped)) ends the wait at once instead of
+        after O(timeout).
     type: bool
     default: true
   timeout:
@@ -367,10 +371,21 @@ held:
   type: list
   elements: str
 not_active:
-  description: Queues that did not report Active=True within O(timeout), with the condition reason.
+  description:
+    - Queues that did not report Active=True within O(timeout), with the condition reason. A ClusterQueue inactive
+      because of an AdmissionCheck has the causes of the chain ClusterQueue -> AdmissionCheck -> MultiKueueConfig ->
+      MultiKueueCluster (or Kueue's ProvisioningRequest controller) before Kueue's reason, deepest first.
   returned: O(wait=true)
   type: list
   elements: dict
+wait_stopped:
+  description:
+    - Whether the wait ended before O(timeout) at a cause that cannot heal by waiting - a MultiKueueCluster that
+      cannot connect because its worker lacks a kind the manager watches (C(no matches for kind)), a kubeconfig
+      MultiKueue refuses, an AdmissionCheck of the ProvisioningRequest controller on a cluster without
+      ProvisioningRequests. Those queues come first in RV(not_active).
+  returned: O(wait=true)
+  type: bool
 applied:
   description: When the API server stopped answering after the run began writing, every object written before
     that (namespaces included), with the action; the message counts them. Re-running the same configuration
@@ -423,7 +438,7 @@ problems:
 """
 
 from ansible_collections.kueueops.aks.plugins.module_utils import queues
-from ansible_collections.kueueops.aks.plugins.module_utils.apply import run
+from ansible_collections.kueueops.aks.plugins.module_utils.apply import not_active_message, run
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import MAX_WORKERS
 from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
 
@@ -478,10 +493,7 @@ def main():
                     'reports them here): %s' % (item['kind'], item.get('namespace', '') and item['namespace'] + '/',
                                                 item['name'], item.get('waited', 0), item['reason']))
     if result.get('not_active'):
-        reasons = '; '.join('%s %s%s: %s' % (i['kind'], i.get('namespace', '') and i['namespace'] + '/', i['name'],
-                                             i['reason']) for i in result['not_active'])
-        module.fail_json(msg='%d queue(s) did not become Active within %ss: %s' % (
-            len(result['not_active']), params['timeout'], reasons), **result)
+        module.fail_json(msg=not_active_message(result, params['timeout']), **result)
     module.exit_json(**result)
 
 

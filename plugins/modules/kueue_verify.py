@@ -27,7 +27,10 @@ description:
   - With O(multikueue_admission_check), the MultiKueue wiring of a manager cluster; the AdmissionCheck, its
     MultiKueueConfig and every MultiKueueCluster (worker) it lists are C(Active), and the smoke test proves that a
     Job is dispatched to a worker and admitted there.
-  - Waits with watches, not fixed sleeps, until every check passes or O(timeout) expires.
+  - Waits with watches, not fixed sleeps, until every check passes or O(timeout) expires - or until a check fails
+    for a cause that waiting cannot heal (a MultiKueueCluster whose worker lacks a kind the manager watches, C(no
+    matches for kind); a kubeconfig MultiKueue refuses), which ends the wait at once. The failure names the deepest
+    cause first (such a check, then the MultiKueueClusters, then the AdmissionCheck).
   - Never changes anything; always reports C(changed=false).
 author:
   - kueueops contributors (@kueueops)
@@ -191,6 +194,12 @@ failed_checks:
   returned: always
   type: list
   elements: str
+failure_message:
+  description:
+    - The message of the failure (with O(fail_on_error=false) too), the deepest cause first; empty when every check
+      passed.
+  returned: always
+  type: str
 install_method:
   description: The install method checked (after C(auto) detection).
   returned: always
@@ -250,7 +259,10 @@ multikueue:
 queues:
   description:
     - ClusterQueues (cohort, flavors with nominal and used quota, active state, pending/admitted workload counts) and
-      LocalQueues (their ClusterQueue, active state, pending/admitted). The filter
+      LocalQueues (their ClusterQueue, active state, pending/admitted). The C(reason) of a ClusterQueue inactive
+      because of an AdmissionCheck starts with the causes of the chain AdmissionCheck -> MultiKueueConfig ->
+      MultiKueueCluster (or Kueue's ProvisioningRequest controller), deepest first; C(cannot_heal) then says whether
+      waiting could make it Active. The filter
       P(kueueops.aks.kueue_status_report#filter) renders them as tables.
   returned: when O(queues=true)
   type: dict
@@ -326,13 +338,16 @@ def main():
     failed = [c.name for c in checks if not c.ok]
     result = dict(changed=False, ok=not failed, checks=[c.as_dict() for c in checks], failed_checks=failed,
                   install_method=method, **report)
+    result["failure_message"] = failure_message(checks, params) if failed else ""
     if failed and params["fail_on_error"]:
-        module.fail_json(msg=failure_message(checks, params), **result)
+        module.fail_json(msg=result["failure_message"], **result)
     module.exit_json(**result)
 
 
 def failure_message(checks, params):
-    failed = [c for c in checks if not c.ok]
+    # the deepest cause first: a check that cannot heal, then the MultiKueueClusters, then the rest
+    failed = sorted((c for c in checks if not c.ok),
+                    key=lambda c: (not c.final, not c.name.startswith("multikueue/cluster/")))
     reasons = "; ".join("%s: %s" % (c.name, c.reason) for c in failed)
     hint = (" Look at: kubectl -n %s get deploy,pods; kubectl -n %s logs deploy/kueue-controller-manager; "
             "kubectl get crd | grep kueue" % (params["namespace"], params["namespace"]))
@@ -344,6 +359,9 @@ def failure_message(checks, params):
         hint += ("; kubectl get admissioncheck,multikueueconfig,multikueuecluster -o yaml (the manager's MultiKueue "
                  "objects and their Active conditions)")
     waited = " after waiting %ss (timeout)" % params["timeout"] if params["wait"] else ""
+    if params["wait"] and any(c.final for c in failed):
+        waited = (" at once, without waiting out the %ss timeout: waiting cannot heal %s" % (
+            params["timeout"], ", ".join(c.name for c in failed if c.final)))
     return "Kueue verification failed%s (%d of %d checks): %s.%s" % (waited, len(failed), len(checks), reasons, hint)
 
 

@@ -147,7 +147,7 @@ def test_prepare_reuse_rotate_revoke_switch_type_and_remove(cluster, worker_ns, 
     assert holder.metadata.annotations[mw.EXPIRES_ANNOTATION] == prepare["token"]["expires"]
     assert base64.b64decode(holder.data["token"]).decode() == token_of(prepare)
     role = client.RbacAuthorizationV1Api(kube).read_cluster_role(SA)
-    assert [kube.sanitize_for_serialization(r) for r in role.rules] == mw.WORKER_RULES
+    assert [kube.sanitize_for_serialization(r) for r in role.rules] == mw.CLUSTER_ROLE_RULES
     assert labelled(kube) == sorted(["ServiceAccount/" + SA, "ClusterRole/" + SA, "ClusterRoleBinding/" + SA,
                                      "Secret/" + holder.metadata.name, "Secret/" + rotate["token"]["name"]])
     # the kubeconfig works, and the role is not wider: Jobs cluster-wide yes, Secrets no

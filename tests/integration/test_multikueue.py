@@ -2,9 +2,12 @@
 Kueue manager installed by the role: worker-1 is the session cluster behind the ARM emulator, reached with the AKS
 credentials ARM gives and installed as the AKS managed extension; the manager and worker-2 are started here and
 installed with Helm. playbooks/multikueue.yml wires them; the tests prove the inputs refused
-before any write, the whole wiring with a Job dispatched to a worker and admitted there, changed=0 on a re-run,
+before any write, the chart's default integrations refused before any write when the workers lack their kinds (every
+missing kind of every worker named at once; check mode the same; issue 44), the whole wiring with a Job dispatched to
+a worker and admitted there, changed=0 on a re-run,
 token rotation without a pause, a worker whose API server is down named by verify, a worker removed from the
-inventory, and the manager's backup holding every MultiKueue object. Everything listens on and dials 127.0.0.1."""
+inventory, the manager's backup holding every MultiKueue object, and a queue kept inactive by a worker MultiKueue
+refuses failing at once with the MultiKueueCluster's reason first. Everything listens on and dials 127.0.0.1."""
 from __future__ import annotations
 
 import base64
@@ -17,6 +20,9 @@ from kubernetes import client, config
 from tests.harness.cluster import Cluster, run_dir
 
 from tests.reliability import rbac
+
+from ansible_collections.kueueops.aks.plugins.filter.multikueue_manager import multikueue_manager
+from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import watched_kinds
 
 from .ansible import REPO, run_playbook
 from .kubeutil import condition, reset_kueue, wait_for
@@ -44,10 +50,12 @@ EXEC_KUBECONFIG = {
                                                   "command": "kubelogin", "args": ["get-token"]}}}]}
 
 
-def _inventory(path, manager, workers, *, managers=None, worker_group=None, others=None, kubeconfigs=None, **common):
+def _inventory(path, manager, workers, *, managers=None, worker_group=None, others=None, kubeconfigs=None,
+               manager_integrations=("batch/job",), **common):
     """An inventory of the manager and worker clusters: worker-1 (the session cluster) on the managed extension with
     its AKS credentials from ARM, the others on Helm with their admin kubeconfig. `managers`/`worker_group` override
-    the groups' hosts, `kubeconfigs` ({host: path}) how a host is reached."""
+    the groups' hosts, `kubeconfigs` ({host: path}) how a host is reached, `manager_integrations` the manager's
+    kueue_integrations (None: unset, the chart's defaults)."""
     extra_hostvars = common.pop("_hostvars", None) or {}
     everyone = {"manager": manager, **{"worker-%d" % (i + 1): w for i, w in enumerate(workers)}}
 
@@ -62,11 +70,12 @@ def _inventory(path, manager, workers, *, managers=None, worker_group=None, othe
             reach = {"kueue_kubeconfig": everyone[name].kubeconfig}
         if name == "worker-1":
             return dict(reach, kueue_install_method="extension")
+        # The manager watches the kind of every enabled integration on each worker: a kind without its CRD on a
+        # worker (RayJob, JobSet here) keeps that worker inactive (ClientConnectionFailed: no matches for kind), which
+        # the preflight refuses. Helm hosts enable batch/job only, unless manager_integrations says otherwise.
+        integrations = manager_integrations if name == "manager" else ["batch/job"]
         return dict(reach, kueue_helm_chart_ref=everyone[name].chart_ref, kueue_helm_plain_http=True,
-                    # The manager watches the kind of every enabled integration on each worker: a kind without its
-                    # CRD on a worker (RayJob, JobSet here) keeps that worker inactive (ClientConnectionFailed: no
-                    # matches for kind). Helm hosts enable batch/job only.
-                    kueue_integrations=["batch/job"])
+                    **({"kueue_integrations": list(integrations)} if integrations is not None else {}))
 
     managers = managers if managers is not None else ["manager"]
     worker_group = worker_group if worker_group is not None else [n for n in everyone if n != "manager"]
@@ -180,6 +189,54 @@ def test_bad_inputs_are_refused_before_anything_is_written(clusters):
         api.close()
 
 
+def _missing_kinds_sentence(text, worker):
+    """The sentence of the preflight's failure about `worker` (up to the next worker's or the end)."""
+    start = text.index("worker %s does not serve" % worker)
+    ends = [i for i in (text.find("worker worker-", start + 10), text.find("Nothing was changed", start)) if i > 0]
+    return text[start:min(ends)]
+
+
+def test_the_chart_default_integrations_are_refused_before_any_write(clusters):
+    """Issue 44: a new user's inventory - no kueue_integrations on the manager, so the chart's defaults (Ray, JobSet,
+    LeaderWorkerSet, ...) - over workers without those CRDs: refused by the preflight before anything is written on
+    any cluster, naming every missing kind of every worker at once and both fixes; check mode says the same."""
+    manager, workers, tmp = clusters
+    inv = _inventory(tmp / "defaults.yml", manager, workers, manager_integrations=None)
+    apis = [config.new_client_from_config(c.kubeconfig) for c in [manager] + workers]
+    before = [rbac.snapshot(api) for api in apis]
+    # What the manager would run: the chart's default integrations of the newest chart of its registry.
+    side = multikueue_manager({"render": {"chart_version": manager.state["chart_versions"][0], "values": {}}})
+    expected = [(name, version, kind) for name, version, kind in watched_kinds(side["integrations"])
+                if "." in version.split("/")[0]]  # the kinds kube-apiserver does not serve itself
+    assert len(expected) >= 5, side
+    for check in (True, False):
+        run = run_playbook(PLAYBOOK, inventory=inv, check=check, timeout=600)
+        text = run.stdout + run.stderr
+        assert run.rc != 0 and "Traceback" not in text and "MODULE FAILURE" not in text, text[-3000:]
+        messages = set(m for h in ("manager", "worker-1", "worker-2") for m in run.failure_messages(h))
+        assert len(messages) == 1, messages
+        (message,) = messages
+        assert message.startswith("MultiKueue cannot use these workers with the manager's Kueue (the chart's default "
+                                  "integrations of Kueue %s" % manager.state["chart_versions"][0]), message
+        assert message.rstrip().endswith("Nothing was changed on any cluster."), message
+        for worker in ("worker-1", "worker-2"):
+            sentence = _missing_kinds_sentence(message, worker)
+            for name, version, kind in expected:
+                assert "%s (%s, integration %s)" % (kind, version, name) in sentence, (kind, sentence)
+            assert "does not serve %d kind(s)" % len(expected) in sentence, sentence
+            assert "set the manager's kueue_integrations" in sentence and "install the CRDs of" in sentence
+            assert "[batch/job" in sentence, sentence
+        # the install never ran: the preflight is the last task of every host
+        for host in ("manager", "worker-1", "worker-2"):
+            names = [n for n, _r in run.tasks(host)]
+            assert not [n for n in names if "Install and verify Kueue" in n or "Install or upgrade" in n], names
+            assert [n for n in names if "Preflight - refuse workers MultiKueue cannot use" in n] or host != "manager"
+    # Both clusters (and the other worker) exactly as they were: no object written, no namespace, no Helm record.
+    for api, was in zip(apis, before):
+        assert rbac.snapshot(api) == was
+        api.close()
+
+
 def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
     manager, workers, tmp = clusters
     inv = _inventory(tmp / "mk.yml", manager, workers)
@@ -188,7 +245,11 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
 
     # 1. The whole wiring, at -vvv: Kueue on all three, the worker side, the manager side, a Job dispatched.
     first = run_playbook(PLAYBOOK, inventory=inv, verbosity=3, timeout=1500)
-    assert first.rc == 0, (first.stdout[-6000:], first.stderr[-2000:])
+    assert first.rc == 0, [(h, n, r.get("msg")) for h in ("manager", "worker-1", "worker-2")
+                           for n, r in first.tasks(h) if r.get("failed")]
+    for worker in ("worker-1", "worker-2"):
+        preflight = first.result("Preflight - does the worker serve every kind", worker)
+        assert preflight["problems"] == [] and preflight["missing_kinds"] == [] and preflight["checked_kinds"], preflight
     verify = first.result("Verify MultiKueue", "manager")
     assert not verify["failed_checks"], verify["checks"]
     assert {c["name"]: c["active"] for c in verify["multikueue"]["clusters"]} == {"worker-1": True, "worker-2": True}
@@ -248,6 +309,10 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
     changed = [(h, n) for h in ("manager", "worker-1", "worker-2") for n, r in again.tasks(h) if r.get("changed")]
     assert again.rc == 0 and again.changed == 0, changed
     assert _secret_kubeconfigs(m_api) == kubeconfigs
+    # Kueue runs on the workers now: the preflight also compared the Workload API the manager's Kueue uses.
+    for worker in ("worker-1", "worker-2"):
+        preflight = again.result("Preflight - does the worker serve every kind", worker)
+        assert preflight["problems"] == [] and "v1beta2" in preflight["workload_versions"], preflight
 
     # From here on, as users bound to docs/rbac only (Kueue is installed): the manager as the configure-queues user,
     # each worker as a user of configure-queues.yaml and multikueue-worker.yaml.
@@ -379,5 +444,40 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
     assert given.rc == 0 and given.changed == 0, given
     assert given.result("Issue or reuse the worker's token", "worker-1").get("skipped") is True
     assert given.result("Verify MultiKueue", "manager")["multikueue"]["dispatched"]["%s/mk-lq" % NS] == "worker-1"
+
+    # 9. Issue 44: the manager's Secret for worker-1 made a kubeconfig MultiKueue refuses (insecure TLS): the
+    # MultiKueueCluster is InsecureKubeConfig, which waiting cannot heal, the AdmissionCheck has no usable cluster, a
+    # ClusterQueue carrying it is never Active. A new such ClusterQueue applied with kueue_queues, and kueue_verify,
+    # both with a 900 s timeout: each fails at once (the run is given 600 s) with the MultiKueueCluster's reason first.
+    insecure = yaml.safe_load(own)
+    insecure["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
+    client.CoreV1Api(m_api).patch_namespaced_secret(secret, "kueue-system", {"data": {"kubeconfig": base64.b64encode(
+        yaml.safe_dump(insecure).encode()).decode()}})
+    wait_for("worker-1 refused by MultiKueue", lambda: any(
+        c["type"] == "Active" and c["reason"] == "InsecureKubeConfig"
+        for c in (_custom(m_api, "multikueueclusters", "worker-1").get("status") or {}).get("conditions") or []),
+        timeout=180)
+    late = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "mk-late"},
+            "spec": dict(RESOURCES[1]["spec"], admissionChecksStrategy={"admissionChecks": [
+                {"name": "kueueops-multikueue"}]})}
+    inactive = run_playbook([{"hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
+        {"name": "Apply a ClusterQueue with the MultiKueue check", "kueueops.aks.kueue_queues": {
+            "resources": [late], "timeout": 900, "kubeconfig": manager.kubeconfig}, "ignore_errors": True},
+        {"name": "Verify MultiKueue", "kueueops.aks.kueue_verify": {
+            "multikueue_admission_check": "kueueops-multikueue", "install_method": "helm", "timeout": 900,
+            "kubeconfig": manager.kubeconfig}, "ignore_errors": True}]}], timeout=600)
+    queues = inactive.result("Apply a ClusterQueue", "localhost")
+    assert queues.get("failed") and queues["wait_stopped"] is True, queues
+    assert queues["msg"].startswith("ClusterQueue mk-late cannot become Active: MultiKueueCluster worker-1: "
+                                    "Active=False, InsecureKubeConfig: "), queues["msg"]
+    assert "rather than after 900s (timeout)" in queues["msg"] and "within 900s" not in queues["msg"], queues["msg"]
+    verify = inactive.result("Verify MultiKueue", "localhost")
+    assert verify.get("failed") and "without waiting out the 900s timeout" in verify["msg"], verify["msg"]
+    assert verify["msg"].index("multikueue/cluster/worker-1") < verify["msg"].index("multikueue/admissioncheck/"), \
+        verify["msg"]
+    summaries = dict((q["name"], q) for q in verify["queues"]["cluster_queues"])
+    assert summaries["mk-cq"]["reason"].startswith("MultiKueueCluster worker-1: Active=False, InsecureKubeConfig"), \
+        summaries["mk-cq"]
+    assert summaries["mk-cq"]["cannot_heal"] is True, summaries["mk-cq"]
     for api in [m_api] + w_apis:
         api.close()

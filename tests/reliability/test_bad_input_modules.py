@@ -759,6 +759,18 @@ CASES = [
          {"args": {"state": "resumed", "state_file": "{files}/gitops-foreign.json"}}),
     Case("verify-token-horizon-negative", "kueue_verify", ["multikueue_token_horizon"],
          ["non-negative number of seconds"], {"args": {"multikueue_token_horizon": -1, "wait": False}}),
+    # ---- kueue_multikueue_worker state=preflight and its manager option (issue 44): refused before any read
+    Case("mk-worker-preflight-without-manager", "kueue_multikueue_worker",
+         ["manager", "required with state=preflight"], ["integrations"], {"args": {"state": "preflight"}}),
+    Case("mk-worker-manager-unknown-integration", "kueue_multikueue_worker",
+         ["manager.integrations[1]", "ray.io/rayjobs", "not an integration framework"], ["ray.io/rayjob,"],
+         {"args": {"state": "preflight", "manager": {"integrations": ["batch/job", "ray.io/rayjobs"]}}}),
+    Case("mk-worker-manager-api-version-not-kueue", "kueue_multikueue_worker",
+         ["manager.api_version", "'v1beta2'"], ["kueue.x-k8s.io/v1beta2"],
+         {"args": {"state": "preflight", "manager": {"integrations": ["batch/job"], "api_version": "v1beta2"}}}),
+    Case("mk-worker-manager-without-preflight", "kueue_multikueue_worker",
+         ["manager", "only with state=preflight"], ["set state: preflight"],
+         {"args": {"manager": {"integrations": ["batch/job"]}}}),
 ]
 
 

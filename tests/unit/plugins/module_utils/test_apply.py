@@ -688,3 +688,55 @@ def test_a_backup_of_another_cluster_is_refused_before_the_cluster_is_read(tmp_p
     assert check_backup_cluster(params, lambda: {'uid': 'uid-a'}) is True
     assert check_backup_cluster(dict(params, allow_other_cluster=True), lambda: {'uid': 'uid-b'}) is False
     assert check_backup_cluster({'src': str(tmp_path / 'x.yaml')}, None) is None
+
+
+class ChainCluster(WatchedCluster):
+    """Pages and watch events of the queues, and ``get`` of the AdmissionCheck chain (admission_checks.explain)."""
+
+    def __init__(self, pages, events, objects):
+        WatchedCluster.__init__(self, pages, events)
+        self.objects = objects
+
+    def get(self, api_path, timeout=None):
+        return copy.deepcopy(self.objects.get(api_path))
+
+    def served_kinds(self, group_version, timeout=None):
+        return None
+
+
+def test_the_wait_ends_at_once_on_a_cause_that_cannot_heal_and_names_it_first():
+    """Issue 44: a ClusterQueue inactive because its MultiKueue worker lacks a kind the manager watches is never
+    Active; the wait ends at the first LIST (the deadline is far) with the MultiKueueCluster's reason first."""
+    engine = engine_mod.QueueEngine(None)
+    engine.served = {'ClusterQueue': 'v1beta2', 'LocalQueue': 'v1beta2'}
+    gv = '/apis/kueue.x-k8s.io/v1beta2/'
+    missing = 'no matches for kind "RayCluster" in version "ray.io/v1"'
+    cq = {'kind': 'ClusterQueue', 'metadata': {'name': 'team'},
+          'spec': {'admissionChecksStrategy': {'admissionChecks': [{'name': 'mk'}]}},
+          'status': {'conditions': [{'type': 'Active', 'status': 'False', 'reason': 'AdmissionCheckInactive',
+                                     'message': 'references inactive AdmissionCheck(s): mk'}]}}
+    lq = _live_queue('lq')
+    lq['status'] = {'conditions': [{'type': 'Active', 'status': 'False', 'reason': 'ClusterQueueIsInactive'}]}
+    objects = {gv + 'admissionchecks/mk': {'spec': {'controllerName': 'kueue.x-k8s.io/multikueue', 'parameters': {
+                   'apiGroup': 'kueue.x-k8s.io', 'kind': 'MultiKueueConfig', 'name': 'cfg'}}},
+               gv + 'multikueueconfigs/cfg': {'spec': {'clusters': ['w1']}},
+               gv + 'multikueueclusters/w1': {'status': {'conditions': [{
+                   'type': 'Active', 'status': 'False', 'reason': 'ClientConnectionFailed', 'message': missing}]}}}
+    engine.cluster = ChainCluster({gv + 'clusterqueues': [[cq]], gv + 'localqueues': [[lq]]}, [], objects)
+    engine.checked_queues = True
+    keys = {'ClusterQueue': [('ClusterQueue', '', 'team')], 'LocalQueue': [('LocalQueue', 'team-a', 'lq')]}
+    not_active = engine.wait_active(keys, engine_mod.Deadline(3600))
+    assert engine.wait_stopped == [('ClusterQueue', '', 'team')]
+    assert engine.cluster.seen == 0  # no watch: the LIST showed the cause
+    reason = not_active[('ClusterQueue', '', 'team')]
+    assert reason.startswith('MultiKueueCluster w1: Active=False, ClientConnectionFailed: ' + missing), reason
+    assert not_active[('LocalQueue', 'team-a', 'lq')] == 'ClusterQueueIsInactive'  # read once, not waited for
+    result = {'not_active': [dict(kind='ClusterQueue', name='team', reason=reason),
+                             dict(kind='LocalQueue', namespace='team-a', name='lq', reason='ClusterQueueIsInactive')],
+              'wait_stopped': True}
+    msg = engine_mod.not_active_message(result, 300)
+    assert msg.startswith('ClusterQueue team cannot become Active: MultiKueueCluster w1: Active=False, '
+                          'ClientConnectionFailed'), msg
+    assert 'rather than after 300s' in msg and 'did not become Active within' not in msg
+    assert engine_mod.not_active_message(dict(result, wait_stopped=False), 300).startswith(
+        '2 queue(s) did not become Active within 300s: ClusterQueue team: MultiKueueCluster w1')

@@ -251,3 +251,62 @@ def test_owned_and_summary():
     assert mk.summary(option(), [('MultiKueueCluster', '', 'a'), ('Secret', 'kueue-system', 'c-a')]) == {
         'config': 'kueueops-multikueue', 'admission_check': 'kueueops-multikueue',
         'clusters': ['worker-1', 'worker-2'], 'cluster_queues': ['team-a'], 'pruned_clusters': ['a']}
+
+
+# ------------------------------------------------------------------ the preflight (issue 44)
+def test_every_watched_integration_is_a_framework_kueue_registers():
+    from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
+    frameworks = set(kueue_catalog.catalog_for('0.19.2').frameworks)
+    assert set(mk.WATCHED_KINDS) <= frameworks
+    # the two frameworks of 0.19.2 without a MultiKueueAdapter watch nothing on a worker
+    assert frameworks - set(mk.WATCHED_KINDS) == {'deployment', 'sparkoperator.k8s.io/sparkapplication'}
+
+
+def test_watched_kinds_follow_the_integrations_and_skip_those_without_an_adapter():
+    assert mk.watched_kinds(['deployment', 'batch/job', 'ray.io/rayjob', 'batch/job']) == [
+        ('batch/job', 'batch/v1', 'Job'), ('ray.io/rayjob', 'ray.io/v1', 'RayJob')]
+    assert mk.watched_kinds([]) == []
+
+
+def test_every_missing_kind_is_named_at_once_with_both_fixes():
+    integrations = ['batch/job', 'ray.io/rayjob', 'ray.io/raycluster', 'jobset.x-k8s.io/jobset',
+                    'leaderworkerset.x-k8s.io/leaderworkerset', 'deployment']
+    served = {'batch/v1': {'Job'}, 'ray.io/v1': {'RayCluster'}, 'jobset.x-k8s.io/v1alpha2': None}
+    missing = mk.missing_kinds(integrations, served)
+    assert [m['kind'] for m in missing] == ['RayJob', 'JobSet', 'LeaderWorkerSet']
+    text = mk.missing_kind_problem('worker-2', missing, integrations, 'the chart defaults')
+    for word in ('worker-2', 'RayJob (ray.io/v1, integration ray.io/rayjob)', 'JobSet', 'LeaderWorkerSet',
+                 'kueue_integrations', '[batch/job, ray.io/raycluster, deployment]', 'KubeRay',
+                 'install the CRDs', 'the chart defaults', '3 kind(s)'):
+        assert word in text, (word, text)
+    assert mk.missing_kinds(integrations, {'batch/v1': {'Job'}, 'ray.io/v1': {'RayJob', 'RayCluster'},
+                                           'jobset.x-k8s.io/v1alpha2': {'JobSet'},
+                                           'leaderworkerset.x-k8s.io/v1': {'LeaderWorkerSet'}}) == []
+
+
+def test_the_workload_api_version_is_refused_and_a_minor_skew_warned():
+    problems, warnings = mk.kueue_problems('w1', '0.19.2', 'kueue.x-k8s.io/v1beta2', 'v0.14.3', ['v1beta1'])
+    assert len(problems) == 1 and 'v1beta1 only' in problems[0] and 'kueue.x-k8s.io/v1beta2' in problems[0] \
+        and 'kueue_version' in problems[0]
+    assert len(warnings) == 1 and 'no version-skew policy' in warnings[0]
+    assert mk.kueue_problems('w1', '0.19.2', 'kueue.x-k8s.io/v1beta2', 'v0.19.1', ['v1beta1', 'v1beta2']) == ([], [])
+    # Kueue not installed on the worker yet (this run installs it): nothing to compare
+    assert mk.kueue_problems('w1', '0.19.2', 'kueue.x-k8s.io/v1beta2', None, None) == ([], [])
+
+
+def test_every_framework_of_every_catalog_minor_is_known_to_the_table():
+    """A Kueue minor that registers a new framework must say here whether MultiKueue watches a kind for it."""
+    from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
+    known = set(mk.WATCHED_KINDS) | set(mk.WITHOUT_ADAPTER)
+    for minor in kueue_catalog.known_minors():
+        assert set(kueue_catalog.catalog_for(minor + '.0').frameworks) <= known, minor
+
+
+def test_the_manager_option_is_checked_before_any_read():
+    assert 'required with state=preflight' in mk.manager_error('preflight', None).message()
+    assert 'only with state=preflight' in mk.manager_error('present', {'integrations': []}).message()
+    err = mk.manager_error('preflight', {'integrations': ['batch/job', 'ray.io/rayjobs']})
+    assert err.field == 'manager.integrations[1]' and 'ray.io/rayjob,' in err.fix
+    assert mk.manager_error('preflight', {'integrations': None, 'api_version': 'kueue.x-k8s.io/v1'}) is None
+    assert mk.manager_error('preflight', {'api_version': 'kueue.x-k8s.io/v1beta2x'}).field == 'manager.api_version'
+    assert mk.manager_error('present', None) is None and mk.manager_error('absent', None) is None

@@ -281,3 +281,18 @@ def test_no_ca_anywhere_fails_before_any_write_naming_the_cluster():
     assert message.startswith("ca_data: cluster_name aks-w1: no CA certificate")
     assert "MultiKueue refuses insecure TLS" in message and "Fix: give ca_data" in message
     assert worker.cluster.calls == [("GET", "/api/v1/namespaces/kueue-system/configmaps/kube-root-ca.crt")]
+
+
+def test_the_cluster_role_lets_the_manager_watch_every_kind_it_watches():
+    """Issue 44: the manager watches the kind of each of its integrations on every worker; a kind the ClusterRole does
+    not let it list and watch keeps the worker inactive (forbidden). Kueue's script of v0.19.2 omits TrainJob (a chart
+    default) and JAXJob: they come after its rules, which stay first and unchanged."""
+    from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import WATCHED_KINDS
+    assert mw.CLUSTER_ROLE_RULES[:len(mw.WORKER_RULES)] == mw.WORKER_RULES
+    for api_version, _kind, resource in WATCHED_KINDS.values():
+        group = api_version.rsplit('/', 1)[0] if '/' in api_version else ''
+        verbs = set(v for r in mw.CLUSTER_ROLE_RULES if group in r['apiGroups'] and resource in r['resources']
+                    for v in r['verbs'])
+        assert {'list', 'watch', 'get', 'create', 'delete'} <= verbs, (group, resource)
+    extra = mw.CLUSTER_ROLE_RULES[len(mw.WORKER_RULES):]
+    assert sorted(r['resources'][0] for r in extra) == ['jaxjobs', 'jaxjobs/status', 'trainjobs', 'trainjobs/status']

@@ -659,3 +659,17 @@ def test_kubeconfig_tokens_reads_the_users_tokens_and_nothing_from_what_is_not_y
     text = "users:\n- name: a\n  user: {token: t1}\n- name: b\n  user: {client-certificate-data: x}\n"
     assert kubeconfig_tokens(text) == ["t1"]
     assert kubeconfig_tokens("this: [is not yaml") == [] and kubeconfig_tokens("- a list") == []
+
+
+def test_a_worker_missing_a_kind_fails_a_check_that_ends_the_wait():
+    """Issue 44: ClientConnectionFailed on a missing kind cannot heal; the check says so (final) and how to fix it."""
+    from ansible_collections.kueueops.aks.plugins.module_utils.verify import multikueue_cluster_check
+    obj = {'status': {'conditions': [{'type': 'Active', 'status': 'False', 'reason': 'ClientConnectionFailed',
+                                      'message': 'no matches for kind "JobSet" in version "jobset.x-k8s.io/v1alpha2"'}]}}
+    check, summary = multikueue_cluster_check('w1', obj, 'cfg')
+    assert not check.ok and check.final and summary['reason'] == 'ClientConnectionFailed'
+    assert check.reason.startswith('worker w1 is not Active: ClientConnectionFailed: no matches for kind "JobSet"')
+    assert 'kueue_integrations' in check.reason
+    obj['status']['conditions'][0]['message'] = 'dial tcp 127.0.0.1:1: connect: connection refused'
+    check, _summary = multikueue_cluster_check('w1', obj, 'cfg')
+    assert not check.ok and not check.final and 'kueue_integrations' not in check.reason
