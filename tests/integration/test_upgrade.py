@@ -294,4 +294,25 @@ def test_upgrade_018_with_the_example_configuration_a_failed_hop_rolled_back_the
     assert compare["matches"] is True and compare["lost_workloads"] == []
     assert manager_image(kube) == "v0.19.2"
     assert live_normalised(kube, plurals) == before_objects and states() == before_states
+
+    # Issue 39: on 0.19.2, a hop into 0.20 while a CRD's storedVersions still names v1beta1 (objects written before
+    # 0.16 and never migrated) is refused by kueue_helm itself before anything is written, even with the upgrade
+    # role's allow_minor_change; the registry is not asked (it has no 0.20 chart).
+    crds = client.ApiextensionsV1Api(kube)
+    crd = "clusterqueues.kueue.x-k8s.io"
+    crds.patch_custom_resource_definition_status(crd, {"status": {"storedVersions": ["v1beta1", "v1beta2"]}})
+    try:
+        before_helm = helm_revision(kube)
+        hop = run_playbook([{"name": "hop", "hosts": "local", "gather_facts": False, "tasks": [{
+            "name": "Hop into 0.20", "kueueops.aks.kueue_helm": {
+                "chart_ref": "{{ kueue_helm_chart_ref }}", "plain_http": True, "chart_version": "0.20.6",
+                "allow_minor_change": True, "binary_path": "{{ lookup('env', 'HELM_V3') }}"}}]}], env=env)
+        assert hop.rc != 0, hop.stdout[-3000:]
+        msg = hop.result("Hop into 0.20")["msg"]
+        assert msg.startswith("chart_version: the Kueue CRDs still record objects stored as kueue.x-k8s.io/v1beta1 "
+                              "(status.storedVersions of %s), which Kueue 0.20 does not serve" % crd), msg
+        assert "playbooks/upgrade.yml does it before its first hop" in msg and "Traceback" not in hop.stdout
+        assert helm_revision(kube) == before_helm and live_normalised(kube, plurals) == before_objects
+    finally:
+        crds.patch_custom_resource_definition_status(crd, {"status": {"storedVersions": ["v1beta2"]}})
     reset_kueue(kube, ["team-vision", "team-nlp"], extension=False)
