@@ -31,14 +31,12 @@ def _parse(version):
     return versions.parse(version, patch=True)
 
 
-def minor_of(version):
-    """``'0.19'`` of ``0.19.2`` or ``0.19.2-aks.0.4.4``; None when it is not a version."""
-    parsed = versions.parse(version)
-    return parsed.minor_text if parsed else None
+# The catalog's own reader of a version's minor ('0.19' of 0.19.2 or 0.19.2-aks.0.4.4; None when not a version).
+minor_of = catalog.minor_of
 
 
 def _minor_key(minor):
-    return tuple(int(part) for part in minor.split('.'))
+    return versions.parse(minor).core[:2]
 
 
 def is_prerelease(version):
@@ -119,7 +117,7 @@ def newest_known(candidates):
 
 def known_minors_newest_first():
     """The catalog's minors, newest first."""
-    return sorted(catalog.known_minors(), key=_minor_key, reverse=True)
+    return list(reversed(catalog.known_minors()))  # known_minors() is oldest first
 
 
 def is_newer_minor(version, than):
