@@ -12,8 +12,8 @@ version_added: 0.2.0
 short_description: What the MultiKueue manager's Kueue will run - its integrations, version and Workload API version
 description:
   - The manager side of the MultiKueue preflight of the role entry point C(multikueue) (issue 44). From what this run
-    will render (the result of kueueops.aks.kueue_helm in check mode - the chart version it resolved and the values it
-    would install) when the run installs Kueue with Helm on the manager; else from the manager's live Configuration
+    will render (the result of kueueops.aks.kueue_helm in check mode - the chart version it resolved and C(release_values),
+    the values it would install) when the run installs Kueue with Helm on the manager; else from the manager's live Configuration
     (the result of kueueops.aks.kueue_verify, its C(integrations) and C(version)).
   - The rendered integrations are those of the values' C(managerConfig.controllerManagerConfigYaml) when the values
     hold one (Kueue's default C(batch/job) when it lists none), else the chart's default integrations of that Kueue
@@ -70,7 +70,7 @@ def multikueue_manager(data):
     integrations = version = source = None
     if render.get('chart_version'):
         version = str(render['chart_version'])
-        config_yaml = get_path(render.get('values') or {}, 'managerConfig.controllerManagerConfigYaml')
+        config_yaml = get_path(render.get('release_values') or {}, 'managerConfig.controllerManagerConfigYaml')
         if config_yaml:
             integrations = effective_from_deployment([], config_yaml)[1]
             source = 'the Configuration this run installs on the manager (Kueue %s)' % version

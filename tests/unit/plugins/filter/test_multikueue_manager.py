@@ -7,7 +7,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
 
 
 def test_the_chart_default_of_the_version_this_run_installs():
-    side = multikueue_manager({'render': {'chart_version': '0.19.2', 'values': {}}, 'live': None})
+    side = multikueue_manager({'render': {'chart_version': '0.19.2', 'release_values': {}}, 'live': None})
     assert side['integrations'] == kueue_catalog.catalog_for('0.19.2').default_frameworks
     assert 'ray.io/rayjob' in side['integrations'] and 'kueue_integrations is not set' in side['source']
     assert side['api_version'] == 'kueue.x-k8s.io/v1beta2' and side['kueue_version'] == '0.19.2'
@@ -15,12 +15,12 @@ def test_the_chart_default_of_the_version_this_run_installs():
 
 def test_the_rendered_configuration_wins_over_the_chart_default_and_the_live_one():
     values = {'managerConfig': {'controllerManagerConfigYaml': 'integrations:\n  frameworks: [batch/job, pod]\n'}}
-    side = multikueue_manager({'render': {'chart_version': '0.18.4', 'values': values},
+    side = multikueue_manager({'render': {'chart_version': '0.18.4', 'release_values': values},
                                'live': {'integrations': ['ray.io/rayjob'], 'version': 'v0.19.2'}})
     assert side['integrations'] == ['batch/job', 'pod'] and '0.18.4' in side['source']
     # a Configuration without integrations: Kueue's own default
     values = {'managerConfig': {'controllerManagerConfigYaml': 'apiVersion: config.kueue.x-k8s.io/v1beta2\n'}}
-    assert multikueue_manager({'render': {'chart_version': '0.19.2', 'values': values}})['integrations'] == \
+    assert multikueue_manager({'render': {'chart_version': '0.19.2', 'release_values': values}})['integrations'] == \
         ['batch/job']
 
 
