@@ -15,6 +15,7 @@ from .ansible import run_playbook
 from .kubeutil import helm, kueue_crds, wait_for
 
 SITE = os.path.join(os.path.dirname(__file__), "..", "..", "playbooks", "site.yml")
+UPGRADE = os.path.join(os.path.dirname(__file__), "..", "..", "playbooks", "upgrade.yml")
 SEED_GATES = {"TopologyAwareScheduling": True, "LocalQueueMetrics": True}
 SEED_FRAMEWORKS = ["batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "jobset.x-k8s.io/jobset",
                    "kubeflow.org/paddlejob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob",
@@ -44,7 +45,7 @@ def module_play(module, args, name="Run module"):
 
 
 @pytest.mark.parametrize("helm_major", ["v3", "v4"])
-def test_site_install_upgrade_idempotence_uninstall(cluster, kube, helm_major):
+def test_site_install_upgrade_idempotence_uninstall(cluster, kube, helm_major, tmp_path):
     binary = os.environ["HELM_V3"] if helm_major == "v3" else os.environ["HELM_V4"]
     env = helm_env(binary)
     versions = cluster.state["chart_versions"]
@@ -56,20 +57,46 @@ def test_site_install_upgrade_idempotence_uninstall(cluster, kube, helm_major):
     assert first.result("Install or upgrade Kueue")["chart_version"] == previous
     assert release_revision(cluster, binary) == (1, "kueue-" + previous)
 
-    # 2. Check mode on a changed version: reports the change, changes nothing.
-    check = run_playbook(SITE, check=True, diff=True, env=env)
+    # 2. The defaults a new user has (kueue_version: latest) on the previous minor: a real run stays on it - `latest`
+    # is the newest good patch of the installed minor, never a newer minor (issue 39) - and says a newer one is out.
+    nightly = run_playbook(SITE, env=env)
+    assert nightly.rc == 0, nightly.stdout[-3000:]
+    res = nightly.result("Install or upgrade Kueue")
+    assert res["changed"] is False and res["chart_version"] == previous, res
+    assert any(newest in n and "playbooks/upgrade.yml" in n for n in res["notices"]), res["notices"]
+    assert release_revision(cluster, binary) == (1, "kueue-" + previous)
+
+    # 3. The newer minor pinned through site.yml: refused before Helm runs, naming the way that crosses it.
+    pinned = run_playbook(SITE, extravars={"kueue_version": newest}, env=env)
+    msg = " ".join(pinned.failure_messages())
+    assert pinned.rc != 0 and "playbooks/upgrade.yml" in msg and newest in msg, pinned.stdout[-3000:]
+    assert "Traceback" not in pinned.stdout + pinned.stderr
+    assert release_revision(cluster, binary) == (1, "kueue-" + previous)
+
+    # The module with the explicit opt-in, in check mode: reports the hop and its diff, changes nothing.
+    check = run_playbook(module_play("kueue_helm", {
+        "chart_ref": os.environ["KUEUE_CHART_REF"], "plain_http": True, "binary_path": binary,
+        "chart_version": newest, "allow_minor_change": True}), check=True, diff=True)
     assert check.rc == 0, check.stdout[-3000:]
-    res = check.result("Install or upgrade Kueue")
+    res = check.result("Run module")
     assert res["changed"] is True and res["chart_version"] == newest
     assert res["diff"]["before"]["chart_version"] == previous and res["diff"]["after"]["chart_version"] == newest
     assert release_revision(cluster, binary) == (1, "kueue-" + previous)
 
-    # 3. `latest` resolves to the newest version in the registry: a real upgrade, verified.
-    upgrade = run_playbook(SITE, env=env)
+    # 4. The explicit way across: playbooks/upgrade.yml to `latest`, a real Helm upgrade with this helm major.
+    upgrade = run_playbook(UPGRADE, extravars={"kueue_version": "latest", "kueue_backup_dir": str(tmp_path / "bk")},
+                           env=env)
     assert upgrade.rc == 0, upgrade.stdout[-3000:]
-    assert upgrade.result("Install or upgrade Kueue")["changed"] is True
+    hops = [r["chart_version"] for name, r in upgrade.tasks() if "Upgrade Kueue with Helm to" in name
+            and "chart_version" in r]
+    assert hops == [newest], hops
     assert release_revision(cluster, binary) == (2, "kueue-" + newest)
-    verify = upgrade.result("Verify Kueue")
+
+    # 5. site.yml again on the new minor changes nothing, and verifies the upgraded Kueue.
+    again = run_playbook(SITE, env=env)
+    assert again.rc == 0 and again.changed == 0, again
+    assert release_revision(cluster, binary) == (2, "kueue-" + newest)
+    verify = again.result("Verify Kueue")
     assert verify["ok"] is True and verify["failed_checks"] == []
     assert verify["version"] == "v" + newest
     assert verify["feature_gates"] == SEED_GATES
@@ -78,12 +105,7 @@ def test_site_install_upgrade_idempotence_uninstall(cluster, kube, helm_major):
     assert {"deployment/kueue-controller-manager", "crds", "webhook-roundtrip", "helm-release",
             "feature-gates", "integrations"} <= names
 
-    # 4. The second run of the same play changes nothing.
-    again = run_playbook(SITE, env=env)
-    assert again.rc == 0 and again.changed == 0, again
-    assert release_revision(cluster, binary) == (2, "kueue-" + newest)
-
-    # 5. Uninstall: the release, its CRDs and the namespace are gone; a second uninstall is a no-op.
+    # 6. Uninstall: the release, its CRDs and the namespace are gone; a second uninstall is a no-op.
     gone = run_playbook(uninstall_play({"binary_path": binary}))
     assert gone.rc == 0 and gone.changed == 1, gone
     core = client.CoreV1Api(kube)
