@@ -71,7 +71,7 @@ unit: venv ## Unit tests (pure logic, no cluster)
 	$(VPY) -m pytest tests/unit -q
 
 .PHONY: sanity
-sanity: venv ## ansible-test sanity (no ignore files) on 2.19, 2.20, 2.21, 2.22 and ansible-lint --profile production
+sanity: venv ## ansible-test sanity (no ignore files) on 2.19, 2.16, 2.20, 2.21, 2.22 and ansible-lint --profile production
 	hack/sanity.sh
 
 .PHONY: integration
@@ -95,7 +95,7 @@ core221: venv toolchain ## Unit tests and the playbooks users run on ansible-cor
 	KUEUEOPS_RUN_DIR=$(KUEUEOPS_RUN_DIR)-core221 TEST_WORKERS=$(CORE221_WORKERS) COMPAT_CORE=2.21 hack/compat.sh
 
 .PHONY: sanity-matrix
-sanity-matrix: venv ## ansible-test sanity on ansible-core 2.20, 2.21 and 2.22 (Python 3.13, one venv each)
+sanity-matrix: venv ## ansible-test sanity on ansible-core 2.16 (Python 3.11), 2.20, 2.21 and 2.22 (Python 3.13), one venv each
 	hack/sanity.sh matrix
 
 .PHONY: test

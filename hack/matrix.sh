@@ -3,7 +3,7 @@
 # (tests/unit/test_matrix.py compares them with it).
 #
 #   release  Python               venv                              what CI runs on it
-#   2.16     3.11 (the machine's) .venv-compat                      unit tests + the playbook files of COMPAT_TESTS[2.16]
+#   2.16     3.11 (the machine's) .venv-compat, .venv-sanity-2.16     sanity; unit tests + the playbook files of COMPAT_TESTS[2.16]
 #   2.19     3.11                 .venv (requirements-test.txt)     everything else: sanity, lint, the main pytest run
 #   2.20     3.13 (hack/python.sh) .venv-sanity-2.20                ansible-test sanity
 #   2.21     3.13                 .venv-2.21, .venv-sanity-2.21     sanity; unit tests + the playbook files of COMPAT_TESTS[2.21]
@@ -16,8 +16,9 @@
 # shellcheck shell=bash
 MATRIX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# ansible-test sanity, in this order, after the one of .venv (2.19).
-MATRIX_SANITY=(2.20 2.21 2.22)
+# ansible-test sanity, in this order, after the one of .venv (2.19): 2.16 in a venv of its own (ansible-core alone, as
+# the others), not .venv-compat, whose test requirements ansible-test's own venvs do not need.
+MATRIX_SANITY=(2.16 2.20 2.21 2.22)
 
 # pip's specifier of each release.
 matrix_spec() {

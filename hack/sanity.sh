@@ -2,10 +2,11 @@
 # Sanity and lint for the kueueops.aks collection, offline-friendly.
 #
 #   hack/sanity.sh            # ansible-test sanity (no ignore files) on .venv's 2.19, the lints below, then the
-#                             # sanity of every newer release of the matrix (hack/matrix.sh: 2.20, 2.21, 2.22)
+#                             # sanity of every other release of the matrix (hack/matrix.sh: 2.16, 2.20, 2.21, 2.22)
 #   hack/sanity.sh sanity     # only ansible-test sanity, in $VENV (default .venv)
-#   hack/sanity.sh matrix     # only the newer releases' sanity, each in its own venv (.venv-sanity-2.2x: that
-#                             # ansible-core alone, on Python 3.13 from hack/python.sh; built once, hack/venv.sh)
+#   hack/sanity.sh matrix     # only the other releases' sanity, each in its own venv (.venv-sanity-<release>: that
+#                             # ansible-core alone, on Python 3.13 from hack/python.sh, 2.16 on the machine's 3.11;
+#                             # built once, hack/venv.sh)
 #   hack/sanity.sh lint       # only the lint of tests/ and hack/ (flake8, bash -n), ansible-lint
 #                             # --profile production, antsibull-changelog and antsibull-docs lint
 #   hack/sanity.sh sanity [ANSIBLE-TEST ARGS]   # e.g. --test pep8, or target paths
@@ -75,12 +76,17 @@ with open(sys.argv[1], "w") as out:
 ' "$home/.config/pip/pip.conf"
 
     # (b) pip bootstrap without ci-files.testing.ansible.com
-    pipver=$("$PY" -c 'from ansible_test._internal.python_requirements import get_venv_packages as g
-print(g(type("P", (), {"version": "'"$PYVER"'"})())["pip"])')
+    # ansible-test 2.16 also pins setuptools and wheel there (get_venv_packages): every pinned wheel is fetched.
+    local pins pin
+    pins=$("$PY" -c 'from ansible_test._internal.python_requirements import get_venv_packages as g
+print(" ".join("%s==%s" % kv for kv in g(type("P", (), {"version": "'"$PYVER"'"})()).items()))')
+    pipver=$(tr ' ' '\n' <<< "$pins" | sed -n 's/^pip==//p')
     wheeldir=$cache/pip-wheels
-    if ! ls "$wheeldir"/pip-"$pipver"-*.whl >/dev/null 2>&1; then
-        "$VENV/bin/pip" download -q --no-deps --only-binary=:all: --dest "$wheeldir" "pip==$pipver"
-    fi
+    for pin in $pins; do
+        if ! ls "$wheeldir/${pin%%==*}-${pin#*==}"-*.whl >/dev/null 2>&1; then
+            "$VENV/bin/pip" download -q --no-deps --only-binary=:all: --dest "$wheeldir" "$pin"
+        fi
+    done
     cat > "$cache/get_pip_${pipver//./_}.py" <<PYEOF
 """Stand-in for get-pip.py written by kueueops.aks hack/sanity.sh: installs pip from a local wheel."""
 import glob, sys
