@@ -90,6 +90,57 @@ def kueue_crd_items(kube) -> list:
     return [c for c in metadata_items(kube, CRDS) if c["metadata"]["name"].endswith(".kueue.x-k8s.io")]
 
 
+def _delete_each(delete, names) -> None:
+    """``delete(name)`` for each of ``names``; one already gone (404) is fine."""
+    from kubernetes import client
+    for name in names:
+        try:
+            delete(name)
+        except client.exceptions.ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+def kind_crd_name(api_version: str, kind: str, scope: str = "Namespaced") -> str:
+    """The name serve_kinds gives the CRD of ``kind``: <kind in lower case>s.<group>."""
+    return "%ss.%s" % (kind.lower(), api_version.split("/")[0])
+
+
+def serve_kinds(kube, kinds) -> list:
+    """Serve each of ``kinds`` ([(api_version, kind)] or [(api_version, kind, scope)], e.g.
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"); scope "Namespaced" unless given) with a minimal CRD (any spec and status:
+    what an operator's CRD gives a client that lists and watches the kind), as installing the operator's CRDs would;
+    waits until each is Established. Returns the CRD names."""
+    from kubernetes import client
+    ext = client.ApiextensionsV1Api(kube)
+    names = []
+    for api_version, kind, *scope in kinds:
+        group, version = api_version.split("/")
+        plural = kind.lower() + "s"
+        name = kind_crd_name(api_version, kind)
+        names.append(name)
+        ext.create_custom_resource_definition({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
+            "spec": {"group": group, "scope": (scope or ["Namespaced"])[0],
+                     "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": kind + "List"},
+                     "versions": [{"name": version, "served": True, "storage": True,
+                                   "subresources": {"status": {}},
+                                   "schema": {"openAPIV3Schema": {"type": "object",
+                                                                  "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    for name in names:
+        wait_for("CRD %s established" % name, lambda n=name: condition(
+            ext.read_custom_resource_definition(n).to_dict(), "Established") == "True", timeout=60)
+    return names
+
+
+def unserve_kinds(kube, names, timeout: float = 120) -> None:
+    """Delete the CRDs serve_kinds created (those still there) and wait until they are gone."""
+    from kubernetes import client
+    _delete_each(client.ApiextensionsV1Api(kube).delete_custom_resource_definition, names)
+    wait_for("CRDs gone", lambda: not set(names) & {c["metadata"]["name"] for c in metadata_items(kube, CRDS)},
+             timeout=timeout)
+
+
 def namespace_names(kube, deleting: bool = True) -> set:
     """The names of the namespaces (metadata only); `deleting=False` leaves out those being deleted."""
     return {n["metadata"]["name"] for n in metadata_items(kube, "/api/v1/namespaces")
@@ -109,12 +160,7 @@ def delete_namespaces(kube, names, timeout: float = 180, wait: bool = True) -> N
     """Delete the namespaces `names` (absent ones are fine); with `wait`, until all are gone."""
     from kubernetes import client
     core = client.CoreV1Api(kube)
-    for name in names:
-        try:
-            core.delete_namespace(name)
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
+    _delete_each(core.delete_namespace, names)
     if wait:
         wait_for("namespaces %s to be gone" % ", ".join(names),
                  lambda: not [n for n in core.list_namespace().items if n.metadata.name in names], timeout=timeout)

@@ -3,9 +3,9 @@ Kueue manager installed by the role: worker-1 is the session cluster behind the 
 credentials ARM gives and installed as the AKS managed extension; the manager and worker-2 are started here and
 installed with Helm. playbooks/multikueue.yml wires them; the tests prove the inputs refused
 before any write, the chart's default integrations refused before any write when the workers lack their kinds (every
-missing kind of every worker named at once; check mode the same; issue 44), the whole wiring with a Job dispatched to
-a worker and admitted there, changed=0 on a re-run,
-token rotation without a pause, a worker whose API server is down named by verify, a worker removed from the
+missing kind of every worker named at once; check mode the same; issue 44), the whole wiring with those defaults once
+the workers serve the kinds (as installing the operators' CRDs does) with a Job dispatched to a worker and admitted
+there, changed=0 on a re-run, token rotation without a pause, a worker whose API server is down named by verify, a worker removed from the
 inventory, the manager's backup holding every MultiKueue object, and a queue kept inactive by a worker MultiKueue
 refuses failing at once with the MultiKueueCluster's reason first. Everything listens on and dials 127.0.0.1."""
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ansible_collections.kueueops.aks.plugins.filter.multikueue_manager import m
 from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import watched_kinds
 
 from .ansible import REPO, run_playbook
-from .kubeutil import condition, reset_kueue, wait_for
+from .kubeutil import condition, kind_crd_name, reset_kueue, serve_kinds, unserve_kinds, wait_for
 
 PLAYBOOK = os.path.join(REPO, "playbooks", "multikueue.yml")
 STATUS = os.path.join(REPO, "playbooks", "status.yml")
@@ -138,6 +138,24 @@ def _least_privileged(cluster, *files) -> str:
     return rbac.make_user(cluster, "mk-" + "-".join(files), *["kueueops-" + name for name in files])
 
 
+def _default_kinds(manager) -> list:
+    """[(api_version, kind)] a manager with the chart's default integrations (of the newest chart of its registry)
+    watches on every worker, but the kinds kube-apiserver serves itself."""
+    side = multikueue_manager({"render": {"chart_version": manager.state["chart_versions"][0], "release_values": {}}})
+    return [(version, kind) for _name, version, kind in watched_kinds(side["integrations"])
+            if "." in version.split("/")[0]]
+
+
+def _operator_kinds(manager) -> list:
+    """The kinds installing the operators behind _default_kinds serves: those, and the runtimes Kubeflow Trainer's
+    CRDs come with - a Kueue with the trainjob integration on a cluster that serves TrainJob but not TrainingRuntime
+    and ClusterTrainingRuntime fails to start ("initializing runtime TrainingRuntime.trainer.kubeflow.org", seen with
+    0.19.2), so a worker given TrainJob alone is not what a user has."""
+    kinds = _default_kinds(manager)
+    trainer = [version for version, kind in kinds if kind == "TrainJob"]
+    return kinds + [(v, "TrainingRuntime") for v in trainer] + [(v, "ClusterTrainingRuntime", "Cluster") for v in trainer]
+
+
 @pytest.fixture(scope="module")
 def clusters(cluster, arm, tmp_path_factory):
     """(manager, [worker-1, worker-2], folder): worker-1 is the session cluster (ARM emulator), the others new."""
@@ -151,6 +169,8 @@ def clusters(cluster, arm, tmp_path_factory):
             handle.down()
         api = config.new_client_from_config(cluster.kubeconfig)
         reset_kueue(api, [NS], extension=True)
+        # the kinds the wiring test served on worker-1 (the session cluster), which other files use after this one
+        unserve_kinds(api, [kind_crd_name(*kind) for kind in _operator_kinds(cluster)])
         api.close()
 
 
@@ -205,9 +225,9 @@ def test_the_chart_default_integrations_are_refused_before_any_write(clusters):
     apis = [config.new_client_from_config(c.kubeconfig) for c in [manager] + workers]
     before = [rbac.snapshot(api) for api in apis]
     # What the manager would run: the chart's default integrations of the newest chart of its registry.
-    side = multikueue_manager({"render": {"chart_version": manager.state["chart_versions"][0], "values": {}}})
+    side = multikueue_manager({"render": {"chart_version": manager.state["chart_versions"][0], "release_values": {}}})
     expected = [(name, version, kind) for name, version, kind in watched_kinds(side["integrations"])
-                if "." in version.split("/")[0]]  # the kinds kube-apiserver does not serve itself
+                if (version, kind) in _default_kinds(manager)]
     assert len(expected) >= 5, side
     for check in (True, False):
         run = run_playbook(PLAYBOOK, inventory=inv, check=check, timeout=600)
@@ -239,9 +259,14 @@ def test_the_chart_default_integrations_are_refused_before_any_write(clusters):
 
 def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
     manager, workers, tmp = clusters
-    inv = _inventory(tmp / "mk.yml", manager, workers)
+    # The defaults a new user has (issue 44): no kueue_integrations on the manager, so the chart's default
+    # integrations, refused by the preflight above over these workers; once each worker serves the kinds they watch
+    # (as installing the operators' CRDs does), the same inventory wires and dispatches.
+    inv = _inventory(tmp / "mk.yml", manager, workers, manager_integrations=None)
     m_api = config.new_client_from_config(manager.kubeconfig)
     w_apis = [config.new_client_from_config(w.kubeconfig) for w in workers]
+    for api in w_apis:
+        serve_kinds(api, _operator_kinds(manager))
 
     # 1. The whole wiring, at -vvv: Kueue on all three, the worker side, the manager side, a Job dispatched.
     first = run_playbook(PLAYBOOK, inventory=inv, verbosity=3, timeout=1500)
