@@ -422,6 +422,8 @@ def cause(cause_field, cause_message, obj):
         return field, 'is required', 'set %s' % (field or 'the field')
     m = _INVALID_VALUE.match(text) if text.startswith('Invalid value') else None
     detail = m.group('detail').strip() if m else text
+    if not m and text.startswith('Invalid value: '):  # Kubernetes 1.35+ leaves out an object's value ("object")
+        detail = text[len('Invalid value: '):].strip()
     if field and detail.startswith(field + ' in body '):  # the structural schema's words: "<field> in body should ..."
         found = _refine(field, detail[len(field) + len(' in body '):], obj)
         value = m.group('value') if m and m.group('value') != '"object"' else None

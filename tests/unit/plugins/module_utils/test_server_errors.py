@@ -99,6 +99,16 @@ def test_cel_rule_narrowed_to_the_field_it_is_about():
     assert field == "spec.resourceGroups[0].flavors[1].resources" and "coveredResources" in fix
 
 
+def test_cel_rule_without_the_object_value_as_kubernetes_1_37_words_it():
+    """Kubernetes 1.35+ leaves the value "object" out of a CEL rule's Invalid value (seen on 1.37.2): the same
+    translation as 1.34's words."""
+    for words in ('Invalid value: "object": borrowingLimit must be nil when cohort is empty',
+                  'Invalid value: borrowingLimit must be nil when cohort is empty'):
+        assert se.cause("spec", words, CQ) == (
+            "spec.resourceGroups[0].flavors[1].resources[0].borrowingLimit",
+            "borrowingLimit needs a cohort to borrow from (spec.cohortName is empty)", se.LIMIT_FIX), words
+
+
 def test_structural_schema_causes():
     assert se.cause(".spec.queueingStrategy", 'Unsupported value: "Sideways": supported values: "StrictFIFO", '
                     '"BestEffortFIFO"', {}) == ("spec.queueingStrategy", 'Unsupported value: "Sideways": supported '
