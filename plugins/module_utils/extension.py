@@ -21,13 +21,12 @@ import re
 import urllib.parse
 
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError, namespace_name_error, scrub
-from ansible_collections.kueueops.aks.plugins.module_utils import release_train, versions
+from ansible_collections.kueueops.aks.plugins.module_utils import kubernetes_support, release_train, versions
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_sdk import azure_error
 
 CLUSTER_RP = 'Microsoft.ContainerService'
 CLUSTER_RESOURCE = 'managedClusters'
 EXTENSION_TYPE = 'microsoft.kueue'
-MIN_KUBERNETES = (1, 34)
 AUTO_UPGRADE_MODES = ('none', 'patch', 'compatible')
 MIGRATE = 'playbooks/migrate.yml'
 
@@ -389,12 +388,6 @@ def kubernetes_version(cluster):
     return props.get('currentKubernetesVersion') or props.get('kubernetesVersion')
 
 
-def parse_minor(version):
-    """(1, 34) of a Kubernetes version (``1.34.1``, ``v1.34``); None when there is none."""
-    parsed = versions.parse(version)
-    return None if parsed is None else (parsed.major, parsed.minor)
-
-
 def preflight_cluster(cluster, release_train='preview'):
     """Check a managedCluster JSON against the managed Kueue extension's prerequisites.
 
@@ -413,15 +406,19 @@ def preflight_cluster(cluster, release_train='preview'):
         'location': cluster.get('location'),
     }
     failures, warnings = [], []
-    minor = parse_minor(version)
+    minor = kubernetes_support.minor_of(version)
+    least = '%d.%d' % kubernetes_support.MIN_KUBERNETES
     if minor is None:
-        warnings.append('the cluster reports no Kubernetes version; the managed Kueue extension needs 1.34 or later')
-    elif minor < MIN_KUBERNETES:
+        warnings.append('the cluster reports no Kubernetes version; the managed Kueue extension needs %s or later'
+                        % least)
+    elif minor < kubernetes_support.MIN_KUBERNETES:
         failures.append(KueueOpsError(
-            'the cluster runs Kubernetes %s; the managed Kueue extension needs %d.%d or later'
-            % (version, MIN_KUBERNETES[0], MIN_KUBERNETES[1]), field='cluster_name',
-            fix='upgrade the cluster first (az aks upgrade --kubernetes-version 1.34 or later), or install the '
-                'upstream chart with kueueops.aks.kueue_helm'))
+            'the cluster runs Kubernetes %s; the managed Kueue extension needs %s or later' % (version, least),
+            field='cluster_name',
+            fix='upgrade the cluster first (az aks upgrade --kubernetes-version %s or later), or install the '
+                'upstream chart with kueueops.aks.kueue_helm' % least))
+    elif kubernetes_support.newer_than_tested_warning(version):
+        warnings.append(kubernetes_support.newer_than_tested_warning(version))
     if _lower(sku.get('name')) == 'automatic':
         failures.append(KueueOpsError(
             'the cluster is AKS Automatic (sku.name Automatic), which the managed Kueue extension does not support '

@@ -53,7 +53,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import 
 from ansible_collections.kueueops.aks.plugins.module_utils.module import ModuleRun
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue_crds import crd_state, kueue_crds
 from ansible_collections.kueueops.aks.plugins.module_utils.verify import Verifier, kueue_apiservices
-from ansible_collections.kueueops.aks.plugins.module_utils import release_train, versions
+from ansible_collections.kueueops.aks.plugins.module_utils import kubernetes_support, release_train, versions
 from ansible_collections.kueueops.aks.plugins.module_utils.wait import Deadline, poll_until, watch_until
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
@@ -430,6 +430,9 @@ class KueueHelm(ModuleRun):
             self.server_version = check_connection(self.api)
         except KueueOpsError as exc:
             self.fail(exc)
+        newer = kubernetes_support.newer_than_tested_warning(self.server_version)
+        if newer:
+            self.warnings.append(newer)
         binary = self.find_helm()
         with HelmRunner(self.run_command, binary) as runner:
             env = self.kube_env(runner.private_dir())

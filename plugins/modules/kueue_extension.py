@@ -14,7 +14,8 @@ description:
     This module uses one name, O(name) (default V(kueue)), for every operation; give V(aks-kueue) to manage an
     extension created with the documentation's command.
   - B(Preflight.) Before anything is created or changed (with O(preflight), the default), the module reads the managed
-    cluster and fails, with the reason and the fix, when its Kubernetes version is older than 1.34, when it is AKS
+    cluster and fails, with the reason and the fix, when its Kubernetes version is older than 1.34 (it warns when the
+    version is newer than 1.37, the newest minor the collection is tested on), when it is AKS
     Automatic (C(sku.name) V(Automatic)), when node auto-provisioning is on (C(nodeProvisioningProfile.mode) V(Auto);
     the extension supports only the cluster autoscaler), when it is stopped, when O(release_train) offers no version of
     the extension type to the cluster or not the pinned O(version) (checked on create and when the version or the

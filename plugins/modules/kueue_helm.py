@@ -200,6 +200,8 @@ extends_documentation_fragment:
   - kueueops.aks.attributes
   - kueueops.aks.kube_auth
 notes:
+  - The collection is tested on Kubernetes 1.34 to 1.37; on a cluster whose API server reports a newer minor, the
+    module warns, naming the newest tested one, and goes on.
   - Helm reads cluster credentials from the environment (C(KUBECONFIG), C(HELM_KUBETOKEN), ...), never from the
     command line. A kubeconfig given as a dictionary is written to a 0600 file in a private folder for the run.
   - Helm gets the Kubernetes options from the same translation as the module's Python client; several kubeconfig

@@ -15,6 +15,7 @@ from azure.identity import ClientSecretCredential
 
 from ansible_collections.kueueops.aks.plugins.doc_fragments import azure_auth as azure_doc
 from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
+from ansible_collections.kueueops.aks.plugins.module_utils import kubernetes_support
 from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
     AZURE_AUTH_ARGSPEC,
     AZURE_CONNECTION_ARGSPEC,
@@ -232,7 +233,7 @@ def test_preflight_reports_every_failure_and_prefers_current_version():
     mixed['properties']['kubernetesVersion'] = '1.34'
     mixed['properties']['currentKubernetesVersion'] = '1.33.9'  # mid-upgrade: what runs counts
     assert x.kubernetes_version(mixed) == '1.33.9' and x.preflight_cluster(mixed)[0]
-    assert x.parse_minor('v1.34.1') == (1, 34) and x.parse_minor(None) is None
+    assert kubernetes_support.minor_of('v1.34.1') == (1, 34) and kubernetes_support.minor_of(None) is None
     _, warnings, _ = x.preflight_cluster({'properties': {}})
     assert any('no Kubernetes version' in w for w in warnings)
 

@@ -5,6 +5,7 @@
 import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
+from ansible_collections.kueueops.aks.plugins.module_utils import kubernetes_support
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog, versions
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import HelmRunner
@@ -43,7 +44,8 @@ def test_the_readers_agree():
     # Kueue versions (the catalog), the extension's version, Kubernetes versions and helm's, through one parser.
     assert kueue_catalog.parse_version('v0.18.4') == (0, 18, 4) and kueue_catalog.minor_of('0.19.6-aks.0.4.4') == '0.19'
     assert kueue_catalog.parse_version('0.19') == (0, 19, None) and kueue_catalog.parse_version('latest') is None
-    assert x.parse_minor('1.34.1') == (1, 34) and x.parse_minor('v1.33') == (1, 33) and x.parse_minor('') is None
+    assert kubernetes_support.minor_of('1.34.1') == (1, 34) and kubernetes_support.minor_of('v1.33') == (1, 33) \
+        and kubernetes_support.minor_of('') is None
     base = dict(name='kueue', extension_type='microsoft.kueue', release_train='preview', auto_upgrade_mode=None,
                 release_namespace='kueue-system', configuration_settings=None, configuration_protected_settings=None,
                 update_protected_settings='on_create')
