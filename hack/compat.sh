@@ -22,7 +22,8 @@
 # says which file covers which playbook and module) on the local control plane (started and stopped by the `cluster`
 # fixture unless already running) and the ARM emulator. On 2.21 every module of plugins/modules must have run at
 # least once (the test callback writes the modules the tasks ran to $KUEUEOPS_MODULES_RAN), or the job fails.
-# ansible-test sanity and ansible-lint are NOT run here: hack/sanity.sh runs them (sanity on every release but 2.16).
+# ansible-test sanity and ansible-lint are NOT run here: hack/sanity.sh runs them. The control plane runs
+# matrix_kube_version's Kubernetes: 1.34.x for 2.16, the newest (1.37.x) for 2.21.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,6 +64,10 @@ fi
 [ "${1:-}" = "--" ] && shift
 
 export ANSIBLE_COLLECTIONS_PATH="$VENV/collections"
+# The job's Kubernetes (hack/matrix.sh: the 2.21 job runs on the newest), read by hack/toolchain.sh --env.
+KUBE_VERSION=${KUBE_VERSION:-$(matrix_kube_version "$CORE")}
+export KUBE_VERSION
+echo "compat: Kubernetes $KUBE_VERSION"
 # The modules the tasks of this run ran, one a line (tests/integration/callback_plugins/test_json.py).
 export KUEUEOPS_MODULES_RAN=${KUEUEOPS_RUN_DIR:-$ROOT/.run}-modules-ran.txt
 rm -f "$KUEUEOPS_MODULES_RAN"

@@ -57,6 +57,25 @@ COMPAT_TESTS_216=(
 # upgrade.yml on Helm 0.15 -> 0.17 -> 0.19: kueue_upgrade_plan, kueue_storage_migration (test_upgrade.py); site.yml
 # on the managed extension against the ARM emulator, kueue_extension, uninstall/restore and migrate.yml
 # (test_extension_path.py); kueue_multikueue_worker (test_kueue_multikueue_worker.py).
+#
+# The 2.21 job runs on the newest Kubernetes of hack/versions.env (KUBE_VERSION_NEWEST, issue 45: 1.37.x), everything
+# else on KUBE_VERSION (1.34.x, the managed extension's minimum on AKS). So these run on the newest control plane: the
+# playbooks users run (above), the CRD storage migration drill (test_upgrade.py), and, for what changes between
+# Kubernetes minors, the fast path's property test against server-side apply and managedFields (test_fast_path.py),
+# the MultiKueue wiring with its TokenRequest tokens (test_multikueue.py) and the API server's refusals that
+# server_errors translates (the corpus cases of SERVER_ERROR_CASES, which the main run keeps on 1.34 too).
+SERVER_ERROR_CASES=(
+    queues-type-integer-as-word queues-type-string-as-number queues-type-mapping-as-list queues-type-list-as-string
+    queues-type-quantity-as-list queues-undeclared-field queues-enum-unsupported-value queues-pattern-mismatch
+    queues-too-many-items queues-too-few-items queues-too-long queues-cel-borrowing-limit-without-cohort
+    queues-cel-flavor-fungibility-preference queues-cel-reclaim-never-borrow-within-cohort
+    queues-cel-topology-flavor-without-node-labels queues-cel-taint-effect queues-cel-toleration-without-key
+    queues-cel-toleration-value-with-exists queues-cel-toleration-seconds queues-cel-topology-hostname-not-lowest
+    queues-cel-topology-levels-unique queues-cel-immutable-field queues-webhook-lending-limit-without-cohort
+    queues-webhook-lending-limit-above-quota queues-webhook-resources-out-of-order
+    queues-webhook-admission-check-on-unknown-flavor queues-webhook-duplicate-flavor
+    queues-negative-fair-sharing-weight queues-cel-multikueue-cluster-source
+)
 COMPAT_TESTS_221=(
     tests/unit
     tests/integration/test_site.py
@@ -66,7 +85,20 @@ COMPAT_TESTS_221=(
     tests/integration/test_upgrade.py
     tests/integration/test_extension_path.py
     tests/integration/test_kueue_multikueue_worker.py
+    tests/integration/test_fast_path.py
+    tests/integration/test_multikueue.py
 )
+for case in "${SERVER_ERROR_CASES[@]}"; do
+    COMPAT_TESTS_221+=("tests/reliability/test_bad_input_modules.py::test_bad_input_fails_safely[$case]")
+done
+unset case
+
+# The Kubernetes a playbook job's control plane runs (a KUBE_VERSION already set wins): 2.21 the newest.
+matrix_kube_version() {
+    local key=KUBE_VERSION
+    [ "$1" = 2.21 ] && key=KUBE_VERSION_NEWEST
+    sed -n "s/^$key=//p" "$MATRIX_ROOT/hack/versions.env"
+}
 
 # Build or reuse DEST with RELEASE's ansible-core (SPEC=... instead) and PIP_ARGS, on its Python: matrix_venv DEST RELEASE PIP_ARGS...
 matrix_venv() {

@@ -54,6 +54,18 @@ DEFAULT_CLUSTER = {
 }
 
 
+def default_cluster(version: str | None = None) -> dict:
+    """DEFAULT_CLUSTER at Kubernetes ``version`` (the local control plane's, ``v1.37.2`` or ``1.37.2``; the
+    emulator reports the version of the cluster it stands for, as ARM does), each pool's orchestrator too."""
+    out = copy.deepcopy(DEFAULT_CLUSTER)
+    if version:
+        version = version.lstrip("v")
+        out["kubernetesVersion"] = out["currentKubernetesVersion"] = version
+        for pool in out["agentPoolProfiles"]:
+            pool["orchestratorVersion"] = pool["currentOrchestratorVersion"] = version
+    return out
+
+
 # ManagedClusterAgentPoolProfile (managedClusters.json of the containerservice spec, 2025-10-01): the fields an
 # agentPoolProfiles entry may set through the agentpools switch, with their JSON types; what ARM fills in when a
 # pool is created without them (type, osType, osSKU, mode, maxPods 250 on Azure CNI overlay, the version, the
@@ -64,7 +76,7 @@ AGENT_POOL_FIELDS = {"name": str, "count": int, "vmSize": str, "osType": str, "o
                      "scaleSetEvictionPolicy": str, "availabilityZones": list, "type": str}
 
 
-def pool_profile(given: dict) -> dict:
+def pool_profile(given: dict, version: str = DEFAULT_CLUSTER["kubernetesVersion"]) -> dict:
     """An agentPoolProfiles entry as GET managedClusters returns it, from the fields a test gives; a field of
     the wrong JSON type, or an autoscaler without minCount/maxCount, is refused (400) as ARM refuses it."""
     for key, value in given.items():
@@ -84,8 +96,8 @@ def pool_profile(given: dict) -> dict:
     if spot and "kubernetes.azure.com/scalesetpriority=spot:NoSchedule" not in taints:
         taints.append("kubernetes.azure.com/scalesetpriority=spot:NoSchedule")  # AKS adds it to every Spot pool
     profile = {"count": 1, "osType": "Linux", "osSKU": "Ubuntu", "mode": "User", "type": "VirtualMachineScaleSets",
-               "enableAutoScaling": False, "maxPods": 250, "orchestratorVersion": DEFAULT_CLUSTER["kubernetesVersion"],
-               "currentOrchestratorVersion": DEFAULT_CLUSTER["kubernetesVersion"], "provisioningState": "Succeeded",
+               "enableAutoScaling": False, "maxPods": 250, "orchestratorVersion": version,
+               "currentOrchestratorVersion": version, "provisioningState": "Succeeded",
                "powerState": {"code": "Running"}, "scaleSetPriority": "Regular"}
     profile.update(given)
     if taints:
@@ -135,7 +147,7 @@ class Emulator:
         self.lock = threading.RLock()
         self.signing_key = secrets.token_bytes(32)
         self.installer = ExtensionInstaller(folder)
-        self.cluster_props = copy.deepcopy(DEFAULT_CLUSTER)
+        self.cluster_props = default_cluster(config.get("kubernetes_version"))
         self.extensions: dict[str, dict] = {}    # lower-case name -> record
         self.operations: dict[str, dict] = {}    # operation id -> status resource
         self.faults: list[dict] = []
@@ -492,7 +504,7 @@ class Emulator:
             self.faults.clear()
             self.provisioning = {"delay_seconds": 0.0, "fail": None}
             self.offers = {}
-            self.cluster_props = copy.deepcopy(DEFAULT_CLUSTER)
+            self.cluster_props = default_cluster(self.config.get("kubernetes_version"))
             self.requests.clear()
 
     def take_fault(self, method: str, path: str) -> dict | None:
@@ -787,8 +799,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if what == "agentpools" and self.command == "PUT":
                 if not isinstance(body, list) or not all(isinstance(p, dict) for p in body):
                     raise ArmError(400, "BadRequest", "agentpools: a list of agentPoolProfiles entries")
-                em.cluster_props["agentPoolProfiles"] = (copy.deepcopy(DEFAULT_CLUSTER["agentPoolProfiles"])
-                                                         + [pool_profile(p) for p in body])
+                base = default_cluster(em.config.get("kubernetes_version"))
+                em.cluster_props["agentPoolProfiles"] = (base["agentPoolProfiles"]
+                                                         + [pool_profile(p, base["kubernetesVersion"]) for p in body])
                 return self.send(200, em.cluster())
             if what == "cluster" and self.command == "PATCH":
                 em.cluster_props = merge(em.cluster_props, body or {})
