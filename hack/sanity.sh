@@ -149,7 +149,7 @@ run_lint() {
     (cd "$ROOT/.venv/collections/ansible_collections/kueueops/aks" \
         && ANSIBLE_COLLECTIONS_PATH="$ROOT/.venv/collections" antsibull-docs lint-collection-docs --plugin-docs .)
     # Galaxy's import checks (a README per role, ansible-doc of every plugin and role, galaxy.yml, the changelog) on
-    # the built tarball; its own ansible-lint is off, ansible-lint ran above. Warm: about 16 CPU s (issue 43).
+    # the built tarball; its own ansible-lint is off, ansible-lint ran above. Warm: 12 to 17 CPU s (issue 43).
     echo "sanity.sh: galaxy-importer on the built tarball (hack/galaxy_check.sh)"
     "$ROOT/hack/galaxy_check.sh"
 }
