@@ -74,6 +74,10 @@ unit: venv ## Unit tests (pure logic, no cluster)
 sanity: venv ## ansible-test sanity (no ignore files) on 2.19, 2.16, 2.20, 2.21, 2.22 and ansible-lint --profile production
 	hack/sanity.sh
 
+.PHONY: galaxy-check
+galaxy-check: ## galaxy-importer on the built tarball, as Galaxy imports it (hack/galaxy_check.sh; its venv cached in ~/.cache/kueueops)
+	hack/galaxy_check.sh
+
 .PHONY: integration
 integration: venv toolchain ## Integration and reliability tests on the real local control plane (started if not running)
 	$(VPY) -m pytest tests/integration tests/reliability -q

@@ -1,6 +1,6 @@
 # The ansible-core releases CI tests, and how: sourced by hack/compat.sh (the playbook jobs) and hack/sanity.sh (the
-# sanity runs), which hack/test.sh runs at once. meta/runtime.yml and the README state this same matrix
-# (tests/unit/test_matrix.py compares them with it).
+# sanity runs), which hack/test.sh runs at once. meta/runtime.yml, the README's supported
+# matrix and docs/dev/testing.md state this same matrix (tests/unit/test_matrix.py compares them with it).
 #
 #   release  Python               venv                              what CI runs on it
 #   2.16     3.11 (the machine's) .venv-compat, .venv-sanity-2.16     sanity; unit tests + the playbook files of COMPAT_TESTS[2.16]

@@ -8,7 +8,8 @@
 #                             # ansible-core alone, on Python 3.13 from hack/python.sh, 2.16 on the machine's 3.11;
 #                             # built once, hack/venv.sh)
 #   hack/sanity.sh lint       # only the lint of tests/ and hack/ (flake8, bash -n), ansible-lint
-#                             # --profile production, antsibull-changelog and antsibull-docs lint
+#                             # --profile production, antsibull-changelog and antsibull-docs lint, and
+#                             # galaxy-importer on the built tarball (hack/galaxy_check.sh)
 #   hack/sanity.sh sanity [ANSIBLE-TEST ARGS]   # e.g. --test pep8, or target paths
 #
 # What ansible-test sees is the *built* collection: we run
@@ -147,6 +148,10 @@ run_lint() {
     echo "sanity.sh: antsibull-docs lint-collection-docs --plugin-docs (docs/docsite, module and role docs)"
     (cd "$ROOT/.venv/collections/ansible_collections/kueueops/aks" \
         && ANSIBLE_COLLECTIONS_PATH="$ROOT/.venv/collections" antsibull-docs lint-collection-docs --plugin-docs .)
+    # Galaxy's import checks (a README per role, ansible-doc of every plugin and role, galaxy.yml, the changelog) on
+    # the built tarball; its own ansible-lint is off, ansible-lint ran above. Warm: 12 to 17 CPU s (issue 43).
+    echo "sanity.sh: galaxy-importer on the built tarball (hack/galaxy_check.sh)"
+    "$ROOT/hack/galaxy_check.sh"
 }
 
 # CPU seconds of the children this shell has waited for (and theirs): /proc's cutime + cstime.

@@ -13,7 +13,7 @@
 #
 # Why at the same time: on the 2-core machine CI runs on, the suite is CPU-bound but not every second (waits on
 # controllers, helm --wait, the timeouts a drill waits out, pip downloading). One after the other, they took about
-# 3 min, 38 min 38 s and 10 min 24 s (51 min 51 s with the venv); sanity alone kept about one core busy. docs/ci-time.md
+# 3 min, 38 min 38 s and 10 min 24 s (51 min 51 s with the venv); sanity alone kept about one core busy. docs/dev/ci-time.md
 # has the measured figures.
 #
 # Nothing is shared between the jobs: each pytest worker has its own run folder and cluster (the main run

@@ -22,7 +22,7 @@ waiting on controllers and on ansible-playbook, so two workers use the two cores
   etcd, the Kueue managers, ...). The controller prints them after the run, the files with the most CPU first,
   with the processes that used it (ansible-playbook, with its modules, counted apart: its runs and CPU seconds, from
   tests/integration/ansible.py), and keeps them in ``$KUEUEOPS_CACHE/test-cpu-ansible-<minor>.json``: on a
-  CPU-bound machine that is where a shorter CI has to come from (docs/ci-time.md).
+  CPU-bound machine that is where a shorter CI has to come from (docs/dev/ci-time.md).
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import traceback
 
 # The Azure SDK is imported when a module first needs it, not with the module: kueue_capacity_info without an AKS
 # cluster (every configure_queues run) and the other Kubernetes-only paths never load it (0.29 CPU s of a 0.78 s
-# kueue_capacity_info run, measured: docs/ci-time.md).
+# kueue_capacity_info run, measured: docs/dev/ci-time.md).
 _SDK_IMPORT_ERRORS = {}
 
 

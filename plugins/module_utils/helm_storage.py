@@ -7,7 +7,7 @@ base64(gzip(json)) (Helm 3 and 4, storage format v1).
 
 Its own file, apart from verify.py, so that the modules that only read releases (kueue_info, the upgrade) do not
 carry the verifier, the Helm values and the Kueue catalog in their payload: ansible-core parses every file a module
-imports once per module per run, and Python compiles it in every module process (docs/ci-time.md).
+imports once per module per run, and Python compiles it in every module process (docs/dev/ci-time.md).
 """
 import base64
 import gzip

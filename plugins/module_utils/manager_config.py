@@ -7,7 +7,7 @@ ConfigMap's ``controller_manager_config.yaml``: the feature gates and the integr
 Its own file, apart from helm_values.py (which renders the chart's values from the Kueue catalog), so that
 kueue_verify and the other readers do not carry the Helm values and the 76 KB catalog in their payload: ansible-core
 parses every file a module imports once per module per run, and Python compiles it in every module process
-(docs/ci-time.md).
+(docs/dev/ci-time.md).
 """
 
 try:

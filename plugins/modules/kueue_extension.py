@@ -248,7 +248,9 @@ EXAMPLES = r"""
     version: 0.19.6-aks.0.4.4
     auto_upgrade_mode: patch
     configuration_settings:
-      controllerManager.featureGates.TopologyAwareScheduling: true
+      # Helm --set keys: the chart's featureGates is a list of {name, enabled}
+      "controllerManager.featureGates[0].name": TopologyAwareScheduling
+      "controllerManager.featureGates[0].enabled": true
 
 - name: Against a sovereign cloud behind a private CA, with a service principal
   kueueops.aks.kueue_extension:

@@ -208,7 +208,8 @@ notes:
     paths and the context the module uses, and O(proxy) (the C(proxy-url) of the context's cluster), O(client_cert)
     and O(client_key) in a 0600 kubeconfig put first in C(KUBECONFIG). O(proxy_headers) other than
     O(proxy_headers.proxy_basic_auth) are refused, helm cannot send them.
-  - O(client_cert) and O(client_key) have no helm equivalent; give them inside a kubeconfig.
+  - O(client_cert) and O(client_key) reach helm as the C(client-certificate) and C(client-key) of the context's user in
+    that kubeconfig; with the in-cluster service account (no kubeconfig or host) they are refused.
 requirements:
   - helm >= 3.13 (v3) or v4
   - PyYAML

@@ -8,7 +8,7 @@ collide and `down` stops exactly what `up` started.
 Service ClusterIPs are allocated from a range inside 127.0.0.0/8 that is unique to
 the run folder: whatever the API server dials for a Service (a webhook, an
 aggregated API) is a loopback address, never a 10.x address. See
-docs/architecture.md for why this beats rewriting Services after each install.
+docs/dev/architecture.md for why this beats rewriting Services after each install.
 """
 from __future__ import annotations
 

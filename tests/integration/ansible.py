@@ -133,7 +133,7 @@ def run_playbook(playbook, extravars: dict | None = None, check: bool = False, d
         "ANSIBLE_LOCALHOST_WARNING": "0",
         "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
         # Pipelining (the local connection's module fed on stdin, no temporary AnsiballZ file, no chmod): less CPU
-        # per run (docs/ci-time.md). The modules run the same either way; tests/reliability/test_secrets.py and
+        # per run (docs/dev/ci-time.md). The modules run the same either way; tests/reliability/test_secrets.py and
         # the AWX tests run without it, as ansible-core's default does; ANSIBLE_PIPELINING=0 turns it off here.
         "ANSIBLE_PIPELINING": os.environ.get("ANSIBLE_PIPELINING", "1"),
         "PATH": VENV_BIN + os.pathsep + full_env.get("PATH", ""),

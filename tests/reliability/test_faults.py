@@ -8,7 +8,7 @@ provisioning slowed down), the collection runs through real ansible-playbook, an
 
 No run can hang the suite: ``run_playbook``'s subprocess timeout is the hang guard (``HANG_GUARD``).
 Durations are not asserted (timed assertions do not belong in tests) but recorded in
-``$KUEUEOPS_RUN_DIR/faults-durations.json`` and printed (``-s``) for the README table.
+``$KUEUEOPS_RUN_DIR/faults-durations.json`` and printed (``-s``) for the table of docs/dev/reliability.md.
 
 The tests share one module-long story and run in file order: the extension path first (it needs a
 cluster without Kueue), then a Helm install with the manager held, then faults on the installed Kueue,

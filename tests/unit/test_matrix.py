@@ -1,5 +1,6 @@
-"""The tested ansible-core matrix is stated three times: hack/matrix.sh (what CI runs), meta/runtime.yml's comment and
-the README's table (what users read). They must say the same (issue 41)."""
+"""The tested ansible-core matrix is stated four times: hack/matrix.sh (what CI runs), meta/runtime.yml's comment,
+the README's supported matrix (what users read) and the detailed table of docs/dev/testing.md (moved there from the
+README, issue 43). They must say the same (issue 41)."""
 import os
 import re
 import subprocess
@@ -41,10 +42,18 @@ def test_runtime_yml_states_the_matrix():
         assert ('playbooks' in stated[release] or 'every test' in stated[release]) == ('playbooks' in what), release
 
 
-def test_readme_states_the_matrix():
+def _states_the_matrix(path):
     runs, _ = _matrix()
-    text = open(os.path.join(ROOT, 'README.md')).read()
+    text = open(os.path.join(ROOT, path)).read()
     rows = dict(re.findall(r'^\| ansible-core (2\.\d+) \|[^|]*\|[^|]*\| ([^|]*) \|', text, re.M))
     assert set(rows) == set(runs), rows
     for release, what in runs.items():
         assert ('sanity' in rows[release]) == ('sanity' in what), (release, rows[release])
+
+
+def test_readme_states_the_matrix():
+    _states_the_matrix('README.md')
+
+
+def test_testing_doc_states_the_matrix():
+    _states_the_matrix(os.path.join('docs', 'dev', 'testing.md'))
