@@ -16,7 +16,7 @@ export TEST_WORKERS
 COMPAT_WORKERS ?= 1
 export COMPAT_WORKERS
 # ... and the ansible-core 2.21 job with this many, in $(KUEUEOPS_RUN_DIR)-core221-gw0.
-CORE221_WORKERS ?= 1
+CORE221_WORKERS ?= 2
 export CORE221_WORKERS
 
 .PHONY: help

@@ -9,7 +9,7 @@
 #   4. the main pytest run on 2.19: unit, integration and reliability tests, TEST_WORKERS workers.
 #
 #   hack/test.sh                 # all four; the main run's output, then the other three; exit 1 if any failed
-#   TEST_WORKERS=2 COMPAT_WORKERS=1 CORE221_WORKERS=1 hack/test.sh
+#   TEST_WORKERS=2 COMPAT_WORKERS=1 CORE221_WORKERS=2 hack/test.sh
 #
 # Why at the same time: on the 2-core machine CI runs on, the suite is CPU-bound but not every second (waits on
 # controllers, helm --wait, the timeouts a drill waits out, pip downloading). One after the other, they took about
@@ -51,7 +51,7 @@ hack/sanity.sh > "$SANITY_LOG" 2>&1 &
 sanity_pid=$!
 KUEUEOPS_RUN_DIR=$RUN_DIR-compat TEST_WORKERS=${COMPAT_WORKERS:-1} hack/compat.sh > "$COMPAT_LOG" 2>&1 &
 compat_pid=$!
-KUEUEOPS_RUN_DIR=$RUN_DIR-core221 TEST_WORKERS=${CORE221_WORKERS:-1} COMPAT_CORE=2.21 hack/compat.sh > "$CORE221_LOG" 2>&1 &
+KUEUEOPS_RUN_DIR=$RUN_DIR-core221 TEST_WORKERS=${CORE221_WORKERS:-2} COMPAT_CORE=2.21 hack/compat.sh > "$CORE221_LOG" 2>&1 &
 core221_pid=$!
 # Stop the other three jobs (their pytest stops its clusters on SIGTERM) when this script is interrupted.
 trap 'kill "$sanity_pid" "$compat_pid" "$core221_pid" 2>/dev/null; wait 2>/dev/null' INT TERM
