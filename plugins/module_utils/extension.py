@@ -417,8 +417,9 @@ def preflight_cluster(cluster, release_train='preview'):
             field='cluster_name',
             fix='upgrade the cluster first (az aks upgrade --kubernetes-version %s or later), or install the '
                 'upstream chart with kueueops.aks.kueue_helm' % least))
-    elif kubernetes_support.newer_than_tested_warning(version):
-        warnings.append(kubernetes_support.newer_than_tested_warning(version))
+    newer = kubernetes_support.newer_than_tested_warning(version)  # None when unknown, older or tested
+    if newer:
+        warnings.append(newer)
     if _lower(sku.get('name')) == 'automatic':
         failures.append(KueueOpsError(
             'the cluster is AKS Automatic (sku.name Automatic), which the managed Kueue extension does not support '

@@ -36,7 +36,8 @@ _WEBHOOK = re.compile(r'admission webhook "(?P<hook>[^"]+)" denied the request:\
 _FIELD_ERROR_TYPES = ('Invalid value', 'Required value', 'Forbidden', 'Unsupported value', 'Duplicate value',
                       'Too many', 'Too long', 'Not found', 'Internal error')
 _FIELD_ERROR = re.compile(r'(?P<field>[A-Za-z][\w.\[\]"=/-]*): (?P<type>%s)(?::\s*|$)' % '|'.join(_FIELD_ERROR_TYPES))
-_INVALID_VALUE = re.compile(r'^(?:Invalid value: )?(?P<value>"(?:[^"\\]|\\.)*"|\S+): (?P<detail>.+)$', re.S)
+# The value is optional: Kubernetes 1.35+ leaves an object's value ("object") out of a CEL rule's Invalid value.
+_INVALID_VALUE = re.compile(r'^(?:Invalid value: )?(?:(?P<value>"(?:[^"\\]|\\.)*"|\S+): )?(?P<detail>.+)$', re.S)
 
 _WANT = {
     'numeric (int or float)': ('a number', 'write a number without quotes'),
@@ -422,8 +423,6 @@ def cause(cause_field, cause_message, obj):
         return field, 'is required', 'set %s' % (field or 'the field')
     m = _INVALID_VALUE.match(text) if text.startswith('Invalid value') else None
     detail = m.group('detail').strip() if m else text
-    if not m and text.startswith('Invalid value: '):  # Kubernetes 1.35+ leaves out an object's value ("object")
-        detail = text[len('Invalid value: '):].strip()
     if field and detail.startswith(field + ' in body '):  # the structural schema's words: "<field> in body should ..."
         found = _refine(field, detail[len(field) + len(' in body '):], obj)
         value = m.group('value') if m and m.group('value') != '"object"' else None

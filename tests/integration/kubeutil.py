@@ -101,8 +101,8 @@ def _delete_each(delete, names) -> None:
                 raise
 
 
-def kind_crd_name(api_version: str, kind: str, scope: str = "Namespaced") -> str:
-    """The name serve_kinds gives the CRD of ``kind``: <kind in lower case>s.<group>."""
+def kind_crd_name(api_version: str, kind: str, *_scope) -> str:
+    """The name serve_kinds gives the CRD of ``kind`` (an entry of its ``kinds``): <kind in lower case>s.<group>."""
     return "%ss.%s" % (kind.lower(), api_version.split("/")[0])
 
 
@@ -116,8 +116,8 @@ def serve_kinds(kube, kinds) -> list:
     names = []
     for api_version, kind, *scope in kinds:
         group, version = api_version.split("/")
-        plural = kind.lower() + "s"
         name = kind_crd_name(api_version, kind)
+        plural = name.split(".", 1)[0]
         names.append(name)
         ext.create_custom_resource_definition({
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
