@@ -120,6 +120,10 @@ def test_no_run_folder_or_local_cache_is_shipped(shipped):
     test_files = sorted(name for name in files if name.startswith('tests/integration/')
                         and not name.startswith('tests/integration/targets/'))
     assert not test_files, 'the tarball ships pytest files or their leftovers:\n' + '\n'.join(test_files)
+    # Of tests/, only ansible-test's config and the integration targets ship (not the test helpers nor test data).
+    helpers = sorted(name for name in files if name.startswith('tests/') and name != 'tests/config.yml'
+                     and not name.startswith('tests/integration/targets/'))
+    assert not helpers, 'the tarball ships test helpers or test data (add them to build_ignore):\n' + '\n'.join(helpers)
     assert 'tests/integration/targets/kueue_queues/tasks/main.yml' in files
 
 
