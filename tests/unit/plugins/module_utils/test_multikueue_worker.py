@@ -14,6 +14,7 @@ import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils import multikueue, multikueue_worker as mw
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from tests.unit.fakes import FakeCluster
 
 # Kueue's site/static/examples/multikueue/create-multikueue-kubeconfig.sh at tag v0.19.2, byte for byte (Apache-2.0,
 # its header kept): Kueue's site/ has a go.mod of its own, so the Go module zip hack/toolchain.sh downloads lacks it,
@@ -257,32 +258,16 @@ def test_errors_are_scrubbed_of_the_tokens_seen():
                               "VALUE_REDACTED_BY_KUEUEOPS")
 
 
-class _NoCluster:
-    """A cluster where every object is missing (no kube-root-ca.crt ConfigMap); records what is asked."""
-
-    host = "https://127.0.0.1:6443"
-
-    def __init__(self):
-        self.calls = []
-
-    def get(self, api_path, **_query):
-        self.calls.append(("GET", api_path))
-        return None
-
-    def __getattr__(self, name):  # any write fails the test
-        raise AssertionError("%s called: nothing may be written" % name)
-
-
 def test_no_ca_anywhere_fails_before_any_write_naming_the_cluster():
     worker = mw.MultiKueueWorker(_Client(), {"namespace": "kueue-system", "service_account": "mk", "state": "present",
                                              "cluster_name": "aks-w1", "ca_data": None})
-    worker.cluster = _NoCluster()
+    worker.cluster = FakeCluster(writable=False)  # every object missing (no kube-root-ca.crt ConfigMap)
     with pytest.raises(KueueOpsError) as caught:
         worker.find_ca()
     message = caught.value.message()
     assert message.startswith("ca_data: cluster_name aks-w1: no CA certificate")
     assert "MultiKueue refuses insecure TLS" in message and "Fix: give ca_data" in message
-    assert worker.cluster.calls == [("GET", "/api/v1/namespaces/kueue-system/configmaps/kube-root-ca.crt")]
+    assert worker.cluster.calls == [("get", "/api/v1/namespaces/kueue-system/configmaps/kube-root-ca.crt", {})]
 
 
 def test_the_cluster_role_lets_the_manager_watch_every_kind_it_watches():
