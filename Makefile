@@ -68,7 +68,7 @@ unblock-visibility: ## Proxy the visibility Service again
 
 .PHONY: unit
 unit: venv ## Unit tests (pure logic, no cluster)
-	$(VPY) -m pytest tests/unit -q
+	$(VPY) -m pytest tests/unit -q -rs
 
 .PHONY: sanity
 sanity: venv ## ansible-test sanity (no ignore files) on 2.19, 2.16, 2.20, 2.21, 2.22 and ansible-lint --profile production
@@ -80,7 +80,7 @@ galaxy-check: ## galaxy-importer on the built tarball, as Galaxy imports it (hac
 
 .PHONY: integration
 integration: venv toolchain ## Integration and reliability tests on the real local control plane (started if not running)
-	$(VPY) -m pytest tests/integration tests/reliability -q
+	$(VPY) -m pytest tests/integration tests/reliability -q -rs
 
 .PHONY: test-cluster
 test-cluster: venv ## The ansible-test integration targets against your cluster: make test-cluster KUBECONFIG=... (hack/test_cluster.py)

@@ -72,7 +72,7 @@ echo "compat: Kubernetes $KUBE_VERSION"
 export KUEUEOPS_MODULES_RAN=${KUEUEOPS_RUN_DIR:-$ROOT/.run}-modules-ran.txt
 rm -f "$KUEUEOPS_MODULES_RAN"
 rc=0
-"$VENV/bin/python" -m pytest "${TESTS[@]}" -q -p no:cacheprovider -n "${TEST_WORKERS:-2}" --dist loadfile \
+"$VENV/bin/python" -m pytest "${TESTS[@]}" -q -rs -p no:cacheprovider -n "${TEST_WORKERS:-2}" --dist loadfile \
     --no-loadscope-reorder "$@" || rc=$?
 end=$(date +%s)
 if [ "$CORE" = 2.21 ] && [ $# = 0 ]; then

@@ -58,7 +58,7 @@ trap 'kill "$sanity_pid" "$compat_pid" "$core221_pid" 2>/dev/null; wait 2>/dev/n
 
 # --no-loadscope-reorder: whole files in the order tests/conftest.py gives them (slowest first), not pytest-xdist's
 # default of the files with the most tests first (which started the two slowest files, of 2 and 3 tests, last).
-"$VPY" -m pytest tests/unit tests/integration tests/reliability -q -p no:cacheprovider -n "$WORKERS" \
+"$VPY" -m pytest tests/unit tests/integration tests/reliability -q -rs -p no:cacheprovider -n "$WORKERS" \
     --dist loadfile --no-loadscope-reorder --durations=40 --durations-min=20 "${MOVED[@]}"
 main_rc=$?
 echo "test.sh: main run exit $main_rc at $(( $(date +%s) - start )) s; waiting for sanity, the compat and 2.21 jobs"

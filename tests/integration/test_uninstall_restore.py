@@ -32,6 +32,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from ..prerequisites import require
 from .ansible import REPO, run_playbook
 from .kubeutil import (EventRecorder, admitted, condition, helm_revision, kueue_crds, kueue_plurals, live_normalised, queued_job,
                        resource_versions, wait_for, workloads)
@@ -307,8 +308,7 @@ def untouched_state(kube):
 
 def _mount_tmpfs(target, options):
     proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", target], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (root and CAP_SYS_ADMIN needed): %s" % proc.stderr.strip())
+    require(proc.returncode == 0, "cannot mount a tmpfs here (root and CAP_SYS_ADMIN needed): %s" % proc.stderr.strip())
 
 
 def _assert_stopped_at_backup(res):

@@ -120,6 +120,10 @@ def test_no_run_folder_or_local_cache_is_shipped(shipped):
     test_files = sorted(name for name in files if name.startswith('tests/integration/')
                         and not name.startswith('tests/integration/targets/'))
     assert not test_files, 'the tarball ships pytest files or their leftovers:\n' + '\n'.join(test_files)
+    # Of tests/, only ansible-test's config and the integration targets ship (not the test helpers nor test data).
+    helpers = sorted(name for name in files if name.startswith('tests/') and name != 'tests/config.yml'
+                     and not name.startswith('tests/integration/targets/'))
+    assert not helpers, 'the tarball ships test helpers or test data (add them to build_ignore):\n' + '\n'.join(helpers)
     assert 'tests/integration/targets/kueue_queues/tasks/main.yml' in files
 
 
@@ -136,3 +140,57 @@ def test_the_check_sees_an_unshipped_import():
     assert missing('from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError\n'
                    'from ansible_collections.kueueops.aks.plugins.module_utils import errors\n'
                    'from .badinput import Case\nfrom . import badinput\nimport yaml\nimport os.path\n') == []
+
+
+def _plugin_sources():
+    """{path: source} of every Python file under plugins/ in this checkout (what ships as plugins)."""
+    out = {}
+    for folder, _dirs, names in os.walk(os.path.join(ROOT, 'plugins')):
+        for name in names:
+            if name.endswith('.py'):
+                full = os.path.join(folder, name)
+                with open(full, encoding='utf-8') as handle:
+                    out[os.path.relpath(full, ROOT).replace(os.sep, '/')] = handle.read()
+    return out
+
+
+def plugin_import_problems(sources):
+    """What is wrong with the imports of ``sources`` ({path under plugins/: source}): a plugin that imports from
+    tests/ (test code and test data are not shipped), and a module of plugins/module_utils that nothing else under
+    plugins/ imports (test data or dead code shipped in every module's payload: the rules data of issue 42 was)."""
+    problems, imported = [], set()
+    for name, source in sorted(sources.items()):
+        for module, names, _relative in _imports(name, source):
+            if module.startswith(COLLECTION + '.'):
+                module = module[len(COLLECTION) + 1:]
+            if module.split('.')[0] == 'tests':
+                problems.append('%s imports %s: plugins must not import from tests/' % (name, module))
+            found = {module} | {'%s.%s' % (module, n) for n in names or ()}
+            imported |= {m for m in found if m.replace('.', '/') + '.py' != name}
+    for name in sorted(sources):
+        if name.startswith('plugins/module_utils/') and not name.endswith('/__init__.py') and \
+                name[:-3].replace('/', '.') not in imported:
+            problems.append('%s: nothing under plugins/ imports it (test data belongs under tests/)' % name)
+    return problems
+
+
+def test_plugins_import_nothing_from_tests_and_every_module_util_is_used():
+    sources = _plugin_sources()
+    assert 'plugins/module_utils/server_errors.py' in sources
+    assert plugin_import_problems(sources) == []
+
+
+def test_the_plugin_import_check_sees_a_test_import_and_an_unused_module_util():
+    prefix = 'from ansible_collections.kueueops.aks.plugins.module_utils'
+    sources = {'plugins/modules/m.py': prefix + ' import used\nfrom tests.unit.data import kueue_rules_data\n',
+               'plugins/module_utils/used.py': 'import json\nfrom . import helper\n',
+               'plugins/module_utils/helper.py': '',
+               'plugins/module_utils/kueue_rules_data.py': 'RULES = {}\n',
+               'plugins/module_utils/self_only.py': prefix + '.self_only import x\n',
+               'plugins/module_utils/pkg/__init__.py': '',
+               'plugins/module_utils/pkg/deep.py': '',
+               'plugins/filter/f.py': prefix + '.pkg.deep import thing\n'}
+    assert plugin_import_problems(sources) == [
+        'plugins/modules/m.py imports tests.unit.data: plugins must not import from tests/',
+        'plugins/module_utils/kueue_rules_data.py: nothing under plugins/ imports it (test data belongs under tests/)',
+        'plugins/module_utils/self_only.py: nothing under plugins/ imports it (test data belongs under tests/)']

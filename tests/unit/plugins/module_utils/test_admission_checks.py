@@ -5,6 +5,7 @@ tests/integration/test_multikueue.py): the causes of a ClusterQueue inactive bec
 first, and which of them cannot heal by waiting."""
 
 from ansible_collections.kueueops.aks.plugins.module_utils import admission_checks as ac
+from tests.unit.fakes import FakeCluster
 
 GV = '/apis/kueue.x-k8s.io/v1beta2/'
 MISSING = 'no matches for kind "RayCluster" in version "ray.io/v1"'
@@ -12,19 +13,6 @@ MISSING = 'no matches for kind "RayCluster" in version "ray.io/v1"'
 
 def active(status, reason=None, message=None):
     return {'status': {'conditions': [{'type': 'Active', 'status': status, 'reason': reason, 'message': message}]}}
-
-
-class Objects:
-    """``get`` and ``served_kinds`` over a dict of paths (the two reads explain makes)."""
-
-    def __init__(self, objects, served=None):
-        self.objects, self.served = objects, served or {}
-
-    def get(self, api_path):
-        return self.objects.get(api_path)
-
-    def served_kinds(self, group_version):
-        return self.served.get(group_version)
 
 
 def cq(*checks, reason=ac.INACTIVE_REASON):
@@ -47,8 +35,8 @@ def multikueue(clusters):
 
 
 def test_a_missing_kind_on_a_worker_is_the_first_cause_and_cannot_heal():
-    cluster = Objects(multikueue({'w1': active('False', 'ClientConnectionFailed', MISSING),
-                                  'w2': active('True', 'Active', 'Connected')}))
+    cluster = FakeCluster(objects=multikueue({'w1': active('False', 'ClientConnectionFailed', MISSING),
+                                              'w2': active('True', 'Active', 'Connected')}))
     causes = ac.explain(cluster, 'v1beta2', cq('mk'))
     assert [c.depth for c in causes] == [3, 1]
     assert causes[0].final and causes[0].text.startswith('MultiKueueCluster w1: Active=False, ClientConnectionFailed')
@@ -62,31 +50,28 @@ def test_a_missing_kind_on_a_worker_is_the_first_cause_and_cannot_heal():
 def test_causes_that_can_heal_are_not_final():
     for obj in (None, {'status': {}}, active('False', 'ClientConnectionFailed', 'dial tcp 127.0.0.1:1: refused'),
                 active('False', 'BadConfig', 'load client config failed: secret not found')):
-        causes = ac.explain(Objects(multikueue({'w1': obj})), 'v1beta2', cq('mk'))
+        causes = ac.explain(FakeCluster(objects=multikueue({'w1': obj})), 'v1beta2', cq('mk'))
         assert causes and not any(c.final for c in causes), obj
     assert ac.cluster_cause('w1', active('False', 'InsecureKubeConfig', 'exec')).final
 
 
 def test_an_active_queue_or_another_reason_has_no_chain():
-    cluster = Objects(multikueue({'w1': active('False', 'ClientConnectionFailed', MISSING)}))
+    cluster = FakeCluster(objects=multikueue({'w1': active('False', 'ClientConnectionFailed', MISSING)}))
     assert ac.explain(cluster, 'v1beta2', dict(cq('mk'), **active('True', 'Ready'))) == []
     assert ac.explain(cluster, 'v1beta2', cq('mk', reason='FlavorNotFound')) == []
     # an AdmissionCheck that is Active adds nothing; one that does not exist is named
-    causes = ac.explain(Objects({}), 'v1beta2', cq('gone'))
+    causes = ac.explain(FakeCluster(), 'v1beta2', cq('gone'))
     assert [c.text for c in causes] == ['AdmissionCheck gone does not exist']
 
 
 def test_the_provisioning_controller_absent_cannot_heal():
     objs = {GV + 'admissionchecks/prov': {'spec': {'controllerName': ac.PROVISIONING}}}
-    causes = ac.explain(Objects(objs), 'v1beta2', cq('prov'))
+    causes = ac.explain(FakeCluster(objects=objs), 'v1beta2', cq('prov'))
     assert causes[0].final and 'ProvisioningRequest controller does not run' in causes[0].text
     assert causes[1].text.endswith('no Active condition')
-    served = Objects(objs, {ac.PROVISIONING_API: {'ProvisioningRequest'}})
+    served = FakeCluster(objects=objs, served={ac.PROVISIONING_API: {'provisioningrequests': 'ProvisioningRequest'}})
     assert [c.final for c in ac.explain(served, 'v1beta2', cq('prov'))] == [False]
 
 
 def test_a_read_that_fails_leaves_kueues_reason():
-    class Broken(Objects):
-        def get(self, api_path):
-            raise OSError('connection refused')
-    assert ac.explain(Broken({}), 'v1beta2', cq('mk')) == []
+    assert ac.explain(FakeCluster(error=OSError('connection refused')), 'v1beta2', cq('mk')) == []

@@ -18,6 +18,7 @@ from kubernetes.client.exceptions import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils import apply as engine_mod
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
+from tests.unit.fakes import FakeCluster
 
 V2 = 'kueue.x-k8s.io/v1beta2'
 
@@ -496,21 +497,6 @@ def test_a_run_that_writes_nothing_waits_only_for_queues_not_active_yet(server, 
     assert len(waits) == 2  # a queue not Active yet: waited for, as before
 
 
-class PagedCluster:
-    """LIST answers as pages, per collection path; records which were read."""
-
-    def __init__(self, pages):
-        self.pages_by_path, self.read = pages, []
-
-    def pages(self, api_path, timeout=None, **query):
-        for page in self.pages_by_path[api_path]:
-            self.read.append(api_path)
-            yield copy.deepcopy(page), {}
-
-    def items(self, api_path, timeout=None, **query):
-        raise AssertionError('the live state is read page by page')
-
-
 def _live_queue(name, status_entry=True):
     entries = [{'manager': 'kueueops', 'operation': 'Apply', 'apiVersion': V2,
                 'fieldsV1': {'f:spec': {'f:clusterQueue': {}}}}]
@@ -525,9 +511,11 @@ def test_live_state_is_read_page_by_page_without_subresource_entries():
     engine = engine_mod.QueueEngine(None)
     engine.served = {'LocalQueue': 'v1beta2'}
     lq_path = '/apis/kueue.x-k8s.io/v1beta2/localqueues'
-    engine.cluster = PagedCluster({lq_path: [[_live_queue('a'), _live_queue('b')], [_live_queue('c', False)]]})
+    # the live state is read page by page (whole_lists=False): two pages
+    engine.cluster = FakeCluster({lq_path: [_live_queue('a'), _live_queue('b'), _live_queue('c', False)]}, page_size=2,
+                                 whole_lists=False)
     live = engine.list_live(['LocalQueue'])['LocalQueue']
-    assert engine.cluster.read == [lq_path, lq_path]
+    assert engine.cluster.pages_read == [lq_path, lq_path]
     assert sorted(live) == [('LocalQueue', 'team-a', n) for n in 'abc']
     for obj in live.values():
         assert obj['kind'] == 'LocalQueue' and obj['apiVersion'] == V2
@@ -541,11 +529,11 @@ def test_the_active_wait_reads_its_list_page_by_page():
     lq_path = '/apis/kueue.x-k8s.io/v1beta2/localqueues'
     inactive = _live_queue('b')
     inactive['status'] = {'conditions': [{'type': 'Active', 'status': 'False', 'reason': 'Stopped'}]}
-    engine.cluster = PagedCluster({lq_path: [[_live_queue('a')], [inactive]]})
+    engine.cluster = FakeCluster({lq_path: [_live_queue('a'), inactive]}, page_size=1, whole_lists=False)
     keys = {'LocalQueue': [('LocalQueue', 'team-a', 'a'), ('LocalQueue', 'team-a', 'b')]}
     # The deadline has passed: one LIST, then what is still pending.
     assert engine.wait_active(keys, engine_mod.Deadline(0)) == {('LocalQueue', 'team-a', 'b'): 'Stopped'}
-    assert engine.cluster.read == [lq_path, lq_path]
+    assert engine.cluster.pages_read == [lq_path, lq_path]
 
 
 class CountingKeys(set):
@@ -555,24 +543,6 @@ class CountingKeys(set):
     def __iter__(self):
         CountingKeys.walks += 1
         return set.__iter__(self)
-
-
-class Stream(list):
-    closed = False
-
-    def close(self):
-        self.closed = True
-
-
-class WatchedCluster(PagedCluster):
-    def __init__(self, pages, events):
-        PagedCluster.__init__(self, pages)
-        self.events, self.seen = Stream(events), 0
-
-    def watch(self, collection, rv, timeout_seconds, **query):
-        for event in self.events:
-            self.seen += 1
-            yield event
 
 
 def test_the_active_wait_does_not_walk_every_queue_on_every_event():
@@ -595,42 +565,37 @@ def test_the_active_wait_does_not_walk_every_queue_on_every_event():
     events.insert(60, {'type': 'MODIFIED', 'object': queue('other', False)})  # not a key: ignored
     events.append({'type': 'MODIFIED', 'object': queue('q000', True)})
     events.append({'type': 'MODIFIED', 'object': queue('q001', False)})  # after the end: never read
-    engine.cluster = WatchedCluster({lq_path: [listed]}, events)
+    engine.cluster = FakeCluster({lq_path: listed}, watches=events, whole_lists=False)
     keys = CountingKeys(('LocalQueue', 'team-a', n) for n in names)
     CountingKeys.walks = 0
     assert engine._wait_kind_active('LocalQueue', keys, engine_mod.Deadline(30)) == {}
     assert CountingKeys.walks <= 1  # once, to start the pending set; never per event
-    assert engine.cluster.seen == len(events) - 1  # done at q000's last event, not before
+    assert engine.cluster.events_read == len(events) - 1  # done at q000's last event, not before
     # At the deadline, each key's last state: after the LIST, the listed ones Pending, the other not found.
-    engine.cluster = WatchedCluster({lq_path: [listed]}, [])
+    engine.cluster = FakeCluster({lq_path: listed}, watches=[], whole_lists=False)
     pending = engine._wait_kind_active('LocalQueue', set(keys), engine_mod.Deadline(0))
     want = dict((('LocalQueue', 'team-a', n), 'Pending') for n in names[:-1])
     want[('LocalQueue', 'team-a', names[-1])] = 'not found'
     assert pending == want
 
 
-def _gone_engine(monkeypatch, live, fail_list=False):
-    """A QueueEngine whose reads come from ``live`` ({key: object}), counting the LISTs and GETs wait_gone sends."""
+def _gone_engine(live, fail_list=False):
+    """A QueueEngine whose reads come from ``live`` ({key: object}); the LISTs (``pages``) and GETs wait_gone sends
+    are in ``engine.cluster.calls``, ``gets`` the paths of ``keys``."""
     engine = engine_mod.QueueEngine(FakeApiClient(), workers=4)
     engine.served = dict((k, 'v1beta2') for k in api.KIND_ORDER)
-    sent = {'LIST': [], 'GET': []}
+    collections = {}
+    for kind in api.KIND_ORDER:
+        listed = [dict((f, v) for f, v in o.items() if f != 'kind') for k, o in sorted(live.items()) if k[0] == kind]
+        collections[engine._path(kind, None)] = ApiException(status=500, reason='Internal Server Error') \
+            if fail_list else listed
+    # pages of 7, as the API server's limit would cut them
+    engine.cluster = FakeCluster(collections, dict((engine._path(*k), o) for k, o in live.items()), page_size=7)
+    return engine
 
-    def pages(api_path, timeout=None, **query):
-        sent['LIST'].append(api_path)
-        if fail_list:
-            raise ApiException(status=500, reason='Internal Server Error')
-        plural = api_path.rstrip('/').rsplit('/', 1)[-1]
-        items = [copy.deepcopy(o) for k, o in sorted(live.items()) if api.PLURALS[k[0]] == plural]
-        for start in range(0, max(len(items), 1), 7):  # pages of 7, as the API server's limit would cut them
-            yield [dict((f, v) for f, v in o.items() if f != 'kind') for o in items[start:start + 7]], {}
 
-    def get(key):
-        sent['GET'].append(key)
-        return copy.deepcopy(live.get(key))
-
-    monkeypatch.setattr(engine.cluster, 'pages', pages)
-    monkeypatch.setattr(engine, 'get', get)
-    return engine, sent
+def gets(engine, keys):
+    return sorted(engine._path(*k) for k in keys)
 
 
 def _lq(i, finalizers=None):
@@ -640,7 +605,7 @@ def _lq(i, finalizers=None):
     return {'apiVersion': V2, 'kind': 'LocalQueue', 'metadata': meta, 'spec': {'clusterQueue': 'a'}}
 
 
-def test_wait_gone_lists_a_kind_with_many_deleted_objects_and_gets_the_few(monkeypatch):
+def test_wait_gone_lists_a_kind_with_many_deleted_objects_and_gets_the_few():
     """The prune of many LocalQueues waits with one LIST of the kind a round, not a GET per queue; a kind with few
     keys left (and Secrets, never listed) is read with a GET each. What the LIST still holds is returned as live."""
     held = [_lq(i, ['example.com/hold']) for i in range(0, 120, 12)]  # 10 of the 120 deleted LocalQueues remain
@@ -649,29 +614,31 @@ def test_wait_gone_lists_a_kind_with_many_deleted_objects_and_gets_the_few(monke
     live = dict((api.obj_key(o), o) for o in held + other + [cq])
     keys = [('LocalQueue', 'team-a', 'q%03d' % i) for i in range(120)] + \
         [('ClusterQueue', '', 'a'), ('ClusterQueue', '', 'b'), ('Secret', 'kueue-system', 's1')]
-    engine, sent = _gone_engine(monkeypatch, live)
+    engine = _gone_engine(live)
     left = engine.wait_gone(keys, 0)
     assert sorted(left) == sorted([api.obj_key(o) for o in held] + [('ClusterQueue', '', 'a')])
     assert left[('LocalQueue', 'team-a', 'q012')]['metadata']['finalizers'] == ['example.com/hold']
-    assert len(sent['LIST']) == 1 and sent['LIST'][0].endswith('/localqueues')
-    assert sorted(sent['GET']) == sorted(keys[120:])  # no GET for a LocalQueue
+    lists = engine.cluster.paths('pages')
+    assert len(lists) == 1 and lists[0].endswith('/localqueues')
+    assert sorted(engine.cluster.paths('get')) == gets(engine, keys[120:])  # no GET for a LocalQueue
 
     # Fewer keys of the kind than LIST_OVER: a GET each, no LIST.
-    engine, sent = _gone_engine(monkeypatch, live)
+    engine = _gone_engine(live)
     few = keys[:engine_mod.LIST_OVER]
     left = engine.wait_gone(few, 0)
     assert sorted(left) == sorted(k for k in few if k in live)
-    assert sent['LIST'] == [] and sorted(sent['GET']) == sorted(few)
+    assert engine.cluster.paths('pages') == [] and sorted(engine.cluster.paths('get')) == gets(engine, few)
 
 
-def test_wait_gone_keeps_the_keys_of_a_list_that_failed(monkeypatch):
+def test_wait_gone_keeps_the_keys_of_a_list_that_failed():
     """A LIST that fails says nothing about its keys: they stay in the wait (None: not read), as a failed GET's do."""
     keys = [('LocalQueue', 'team-a', 'q%03d' % i) for i in range(60)]
-    engine, sent = _gone_engine(monkeypatch, {}, fail_list=True)
+    engine = _gone_engine({}, fail_list=True)
     left = engine.wait_gone(keys, 0)
-    assert left == dict((k, None) for k in keys) and len(sent['LIST']) == 1 and sent['GET'] == []
-    engine, sent = _gone_engine(monkeypatch, {})
-    assert engine.wait_gone(keys, 0) == {} and len(sent['LIST']) == 1
+    assert left == dict((k, None) for k in keys) and len(engine.cluster.paths('pages')) == 1
+    assert engine.cluster.paths('get') == []
+    engine = _gone_engine({})
+    assert engine.wait_gone(keys, 0) == {} and len(engine.cluster.paths('pages')) == 1
 
 
 def test_a_backup_of_another_cluster_is_refused_before_the_cluster_is_read(tmp_path):
@@ -688,20 +655,6 @@ def test_a_backup_of_another_cluster_is_refused_before_the_cluster_is_read(tmp_p
     assert check_backup_cluster(params, lambda: {'uid': 'uid-a'}) is True
     assert check_backup_cluster(dict(params, allow_other_cluster=True), lambda: {'uid': 'uid-b'}) is False
     assert check_backup_cluster({'src': str(tmp_path / 'x.yaml')}, None) is None
-
-
-class ChainCluster(WatchedCluster):
-    """Pages and watch events of the queues, and ``get`` of the AdmissionCheck chain (admission_checks.explain)."""
-
-    def __init__(self, pages, events, objects):
-        WatchedCluster.__init__(self, pages, events)
-        self.objects = objects
-
-    def get(self, api_path, timeout=None):
-        return copy.deepcopy(self.objects.get(api_path))
-
-    def served_kinds(self, group_version, timeout=None):
-        return None
 
 
 def test_the_wait_ends_at_once_on_a_cause_that_cannot_heal_and_names_it_first():
@@ -722,12 +675,14 @@ def test_the_wait_ends_at_once_on_a_cause_that_cannot_heal_and_names_it_first():
                gv + 'multikueueconfigs/cfg': {'spec': {'clusters': ['w1']}},
                gv + 'multikueueclusters/w1': {'status': {'conditions': [{
                    'type': 'Active', 'status': 'False', 'reason': 'ClientConnectionFailed', 'message': missing}]}}}
-    engine.cluster = ChainCluster({gv + 'clusterqueues': [[cq]], gv + 'localqueues': [[lq]]}, [], objects)
+    # the pages of the queues, and the AdmissionCheck chain admission_checks.explain reads (no group served)
+    engine.cluster = FakeCluster({gv + 'clusterqueues': [cq], gv + 'localqueues': [lq]}, objects, watches=[],
+                                 whole_lists=False)
     engine.checked_queues = True
     keys = {'ClusterQueue': [('ClusterQueue', '', 'team')], 'LocalQueue': [('LocalQueue', 'team-a', 'lq')]}
     not_active = engine.wait_active(keys, engine_mod.Deadline(3600))
     assert engine.wait_stopped == [('ClusterQueue', '', 'team')]
-    assert engine.cluster.seen == 0  # no watch: the LIST showed the cause
+    assert engine.cluster.events_read == 0 and engine.cluster.paths('watch') == []  # no watch: the LIST showed the cause
     reason = not_active[('ClusterQueue', '', 'team')]
     assert reason.startswith('MultiKueueCluster w1: Active=False, ClientConnectionFailed: ' + missing), reason
     assert not_active[('LocalQueue', 'team-a', 'lq')] == 'ClusterQueueIsInactive'  # read once, not waited for

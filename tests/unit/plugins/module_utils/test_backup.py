@@ -16,6 +16,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from tests.unit.fakes import FakeCluster
 
 V2 = 'kueue.x-k8s.io/v1beta2'
 NOW = datetime.datetime(2025, 6, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
@@ -370,31 +371,17 @@ def test_a_backup_is_compared_at_the_served_version_and_a_field_the_conversion_d
     assert b.convert_to_served([cq], {"ClusterQueue": "v1beta1"}) == ([cq], [])
 
 
-class PagedCluster:
-    """LIST answers as pages, per collection path; records each page read and what was kept when it was read."""
-
-    def __init__(self, pages):
-        self.pages_by_path, self.read = pages, []
-
-    def pages(self, api_path, timeout=None, **query):
-        for page in self.pages_by_path.get(api_path, [[]]):
-            self.read.append(api_path)
-            yield copy.deepcopy(page), {}
-
-    def items(self, api_path, timeout=None, **query):
-        raise AssertionError('a snapshot reads the Kueue kinds page by page')
-
-
 def test_snapshot_reads_page_by_page_and_keeps_the_queues_normalised():
     exporter = b.Exporter(None, 'kueue-system')
     exporter.served = {'ClusterQueue': 'v1beta2', 'LocalQueue': 'v1beta2'}
     live_lq = dict(lq('q', 'ns'), status={'flavorsReservation': [{'name': 'f'}]})
     live_lq['metadata']['managedFields'] = [{'manager': 'kueue', 'subresource': 'status'}]
     cq_path, lq_path = '/apis/%s/clusterqueues' % V2, '/apis/%s/localqueues' % V2
-    exporter.cluster = PagedCluster({cq_path: [[live_cq('team')], [live_cq('aks-gpu')]],
-                                     lq_path: [[live_lq], [lq('idle', 'ns')]]})
+    # a snapshot reads the Kueue kinds page by page (whole_lists=False), here one object a page
+    exporter.cluster = FakeCluster(collections={cq_path: [live_cq('team'), live_cq('aks-gpu')],
+                                                lq_path: [live_lq, lq('idle', 'ns')]}, page_size=1, whole_lists=False)
     objects, excluded, queues = b.snapshot(exporter, False, False, True)
-    assert exporter.cluster.read == [cq_path, cq_path, lq_path, lq_path]
+    assert exporter.cluster.pages_read == [cq_path, cq_path, lq_path, lq_path]
     assert [o['metadata']['name'] for o in objects['ClusterQueue']] == ['team']
     assert [e['name'] for e in excluded] == ['aks-gpu']
     # Every queue, an excluded one too, as its normalised object (no status, no managedFields): what

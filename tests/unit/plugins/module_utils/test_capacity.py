@@ -6,6 +6,7 @@ import pytest
 from ansible_collections.kueueops.aks.plugins.module_utils import capacity as c
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
 from ansible_collections.kueueops.aks.plugins.module_utils.report import capacity_lines
+from tests.unit.fakes import FakeCluster
 
 V = "kueue.x-k8s.io/v1beta2"
 
@@ -228,7 +229,7 @@ def test_params_refused_before_anything_is_read():
 
 
 def test_gather_strict_fails_with_every_finding(monkeypatch):
-    monkeypatch.setattr(c, "Cluster", lambda api: type("C", (), {"items": lambda self, p: [GPU_NODE]})())
+    monkeypatch.setattr(c, "Cluster", lambda api: FakeCluster(collections={"/api/v1/nodes": [GPU_NODE]}))
     monkeypatch.setattr(c, "live_objects", lambda api, notes: [flavor("gpu", {"pool": "gpu"})])
     params = {"resources": [cq("a", {"gpu": {"nvidia.com/gpu": 4}})], "src": None, "strict": False,
               "resource_group": None, "cluster_name": None}

@@ -8,32 +8,23 @@ import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils import cluster_identity as ci
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from tests.unit.fakes import FakeCluster
 
 A = {'uid': 'uid-a', 'server': 'https://127.0.0.1:6443', 'context': 'ctx-a', 'resource_id': None, 'name': None}
 B = {'uid': 'uid-b', 'server': 'https://127.0.0.2:6443', 'context': 'ctx-b', 'resource_id': None, 'name': None}
 
 
-class FakeCluster:
-    def __init__(self, obj):
-        self.obj = obj
-        self.paths = []
-
-    def get(self, api_path):
-        self.paths.append(api_path)
-        return self.obj
-
-
 def test_read_takes_the_kube_system_uid_and_keeps_the_names():
-    cluster = FakeCluster({'metadata': {'name': 'kube-system', 'uid': 'u-1'}})
+    cluster = FakeCluster(objects={'/api/v1/namespaces/kube-system': {'metadata': {'name': 'kube-system', 'uid': 'u-1'}}})
     got = ci.read(cluster, server='https://x', context='c', resource_id='/subscriptions/s/x', name='n')
     assert got == {'uid': 'u-1', 'server': 'https://x', 'context': 'c', 'resource_id': '/subscriptions/s/x',
                    'name': 'n'}
-    assert cluster.paths == ['/api/v1/namespaces/kube-system']
+    assert cluster.paths() == ['/api/v1/namespaces/kube-system']
 
 
 def test_read_without_kube_system_names_the_kubeconfig():
     with pytest.raises(KueueOpsError) as err:
-        ci.read(FakeCluster(None))
+        ci.read(FakeCluster())
     assert err.value.field == 'kubeconfig' and 'kube-system' in err.value.message()
 
 

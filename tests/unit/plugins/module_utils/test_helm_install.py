@@ -7,6 +7,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils import helm_install a
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
 from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import HelmError
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import REDACTED
+from tests.unit.fakes import FakeCluster
 
 
 def params(**kw):
@@ -357,27 +358,23 @@ def test_a_pin_of_another_minor_on_an_installed_kueue_is_refused_before_the_regi
     assert err.value.field == "chart_version" and "playbooks/upgrade.yml" in err.value.message()
     assert registry.calls == []
     runner, _ = helm(chart_version="0.19.2", allow_minor_change=True)  # the upgrade role's hop
-    runner.cluster = CrdListing(["v1beta2"])
+    runner.cluster = crd_listing(["v1beta2"])
     assert runner.resolve_version(registry, installed="0.18.4") == "0.19.2"
     runner, _ = helm(chart_version="0.18.2")  # a patch of the installed minor, down or up, is an install's business
     assert runner.resolve_version(Registry(["0.18.2", "0.18.4"]), installed="0.18.4") == "0.18.2"
 
 
-class CrdListing:
-    """The Cluster call the check before a hop makes: the Kueue CRDs with these storedVersions."""
-
-    def __init__(self, stored):
-        self.stored = stored
-
-    def items(self, path):
-        return [{"metadata": {"name": "clusterqueues.kueue.x-k8s.io"},
-                 "spec": {"group": "kueue.x-k8s.io", "versions": [{"name": "v1beta2", "storage": True}]},
-                 "status": {"storedVersions": list(self.stored)}}]
+def crd_listing(stored):
+    """What the check before a hop reads: the Kueue CRDs with these storedVersions."""
+    return FakeCluster(collections={"/apis/apiextensions.k8s.io/v1/customresourcedefinitions": [
+        {"metadata": {"name": "clusterqueues.kueue.x-k8s.io"},
+         "spec": {"group": "kueue.x-k8s.io", "versions": [{"name": "v1beta2", "storage": True}]},
+         "status": {"storedVersions": list(stored)}}]})
 
 
 def test_a_hop_is_refused_while_a_crd_stores_a_version_the_target_does_not_serve():
     runner, _ = helm(chart_version="0.20.6", allow_minor_change=True)
-    runner.cluster = CrdListing(["v1beta1", "v1beta2"])
+    runner.cluster = crd_listing(["v1beta1", "v1beta2"])
     registry = Registry(["0.19.2", "0.20.6"])
     with pytest.raises(KueueOpsError) as err:
         runner.resolve_version(registry, installed="0.19.2")

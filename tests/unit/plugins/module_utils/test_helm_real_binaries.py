@@ -1,8 +1,8 @@
 """helm_runner and helm_values against the real helm v3/v4 binaries (no cluster needed).
 
-Binaries come from hack/toolchain.sh (~/.cache/kueueops/toolchain/helm-<ver>/bin/helm);
-the Kueue chart from the Go module download sigs.k8s.io/kueue@v0.19.2. Missing
-pieces skip with the reason.
+Binaries come from hack/toolchain.sh (``$KUEUEOPS_CACHE/toolchain/helm-<ver>/bin/helm``);
+the Kueue chart from its Go module download of sigs.k8s.io/kueue@v0.19.2. A missing
+piece fails the test in CI and skips it elsewhere, with the reason (tests/prerequisites.py).
 """
 
 import os
@@ -15,19 +15,14 @@ import yaml
 from ansible_collections.kueueops.aks.plugins.module_utils import helm_runner as hr
 from ansible_collections.kueueops.aks.plugins.module_utils import helm_values as hv
 from ansible_collections.kueueops.aks.plugins.module_utils import manager_config as mc
+from tests.prerequisites import kueue_module, kueue_module_reason, require, toolchain
+from tests.unit.plugins.module_utils.test_helm_values import SEED_FRAMEWORKS, SEED_GATES
 
-TOOLCHAIN = os.environ.get("KUEUEOPS_TOOLCHAIN", os.path.expanduser("~/.cache/kueueops/toolchain"))
 BINARIES = {
-    "v3": os.path.join(TOOLCHAIN, "helm-v3.19.5", "bin", "helm"),
-    "v4": os.path.join(TOOLCHAIN, "helm-v4.2.4", "bin", "helm"),
+    "v3": toolchain("helm-v3.19.5", "bin", "helm"),
+    "v4": toolchain("helm-v4.2.4", "bin", "helm"),
 }
-CHART = "/root/go/pkg/mod/sigs.k8s.io/kueue@v0.19.2/charts/kueue"
-SEED_GATES = {"TopologyAwareScheduling": True, "LocalQueueMetrics": True}
-SEED_FRAMEWORKS = [
-    "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "jobset.x-k8s.io/jobset",
-    "kubeflow.org/paddlejob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
-    "kubeflow.org/jaxjob",
-]
+CHART = os.path.join(kueue_module("0.19.2"), "charts", "kueue")
 
 
 def run_command(args, environ_update=None, data=None):
@@ -41,9 +36,12 @@ def run_command(args, environ_update=None, data=None):
 
 def _binary(major):
     path = BINARIES[major]
-    if not os.access(path, os.X_OK):
-        pytest.skip("helm %s not built at %s (run hack/toolchain.sh)" % (major, path))
+    require(os.access(path, os.X_OK), "helm %s not built at %s (run make toolchain)" % (major, path))
     return path
+
+
+def _chart():
+    return require(CHART, "the Kueue chart: " + kueue_module_reason("0.19.2"))
 
 
 # Every registry TLS flag the runner can emit (a real call never sets them all with --plain-http).
@@ -94,9 +92,7 @@ def test_every_emitted_flag_is_accepted(major):
 def test_v4_wait_strategy_rejected_by_v3_and_accepted_by_v4(major):
     """Proves the adaptation matters: --wait=watcher is a v4-only value."""
     binary = _binary(major)
-    if not os.path.isdir(CHART):
-        pytest.skip("Kueue chart not present at %s" % CHART)
-    rc, _out, err = run_command([binary, "template", "kueue", CHART, "--wait=watcher"])
+    rc, _out, err = run_command([binary, "template", "kueue", _chart(), "--wait=watcher"])
     if major == "v3":
         assert rc != 0 and "watcher" in err
     else:
@@ -120,10 +116,8 @@ def _template(binary, values):
 @pytest.mark.parametrize("major", ["v3", "v4"])
 def test_rendered_values_take_effect_in_real_chart(major):
     binary = _binary(major)
-    if not os.path.isdir(CHART):
-        pytest.skip("Kueue chart not present at %s (go mod download sigs.k8s.io/kueue@v0.19.2)" % CHART)
     r = hr.HelmRunner(run_command, binary)
-    default_cfg = hv.chart_default_config_yaml(r.show_values(CHART))
+    default_cfg = hv.chart_default_config_yaml(r.show_values(_chart()))
     values = hv.render_values("0.19.2", SEED_GATES, SEED_FRAMEWORKS, {"controllerManager": {"replicas": 1}},
                               default_cfg)
     args, config = _template(binary, values)
@@ -139,8 +133,7 @@ def test_rendered_values_take_effect_in_real_chart(major):
 def test_seed_values_really_are_ignored_by_the_chart():
     """Evidence for detect_misnested_values: the seed's frameworks never reach the ConfigMap."""
     binary = BINARIES["v4"] if os.access(BINARIES["v4"], os.X_OK) else _binary("v3")
-    if not os.path.isdir(CHART):
-        pytest.skip("Kueue chart not present at %s" % CHART)
+    _chart()
     seed = {"controllerManager": {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump({
         "apiVersion": "config.kueue.x-k8s.io/v1beta1", "kind": "Configuration",
         "integrations": {"frameworks": ["kubeflow.org/jaxjob"]}})}}}

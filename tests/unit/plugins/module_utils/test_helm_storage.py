@@ -8,21 +8,14 @@ import gzip
 import json
 
 from ansible_collections.kueueops.aks.plugins.module_utils import helm_storage
+from tests.unit.fakes import FakeCluster
 
 SECRETS = "/api/v1/namespaces/kueue-system/secrets"
 
 
-class SecretsCluster:
-    """kueue_cluster.Cluster's ``items`` on canned Secrets; records the queries."""
-
-    def __init__(self, secrets):
-        self.secrets = secrets
-        self.queries = []
-
-    def items(self, api_path, timeout=None, **query):
-        self.queries.append((api_path, query))
-        selector = dict(pair.split("=") for pair in query["labelSelector"].split(","))
-        return [s for s in self.secrets if all(s["metadata"]["labels"].get(k) == v for k, v in selector.items())]
+def secrets_cluster(secrets):
+    """The fake cluster holding these Secrets of kueue-system."""
+    return FakeCluster(collections={SECRETS: secrets})
 
 
 def encoded(release, compress=True):
@@ -40,7 +33,7 @@ def helm_secret(name, version, status, chart=None):
 
 
 def test_helm_releases_takes_the_latest_revision_of_each_release():
-    cluster = SecretsCluster([
+    cluster = secrets_cluster([
         helm_secret("kueue", 1, "superseded", {"name": "kueue", "version": "0.13.0", "appVersion": "v0.13.0"}),
         helm_secret("kueue", 2, "deployed", {"name": "kueue", "version": "0.14.1", "appVersion": "v0.14.1"}),
         helm_secret("broken", "x", "deployed"),
@@ -51,16 +44,17 @@ def test_helm_releases_takes_the_latest_revision_of_each_release():
          "chart_version": None, "app_version": None},
         {"name": "kueue", "namespace": "kueue-system", "revision": 2, "status": "deployed", "chart": "kueue",
          "chart_version": "0.14.1", "app_version": "v0.14.1"}]
-    assert cluster.queries == [(SECRETS, {"labelSelector": "owner=helm", "limit": 500})]
+    assert cluster.calls == [("items", SECRETS, {"labelSelector": "owner=helm", "limit": 500})]
 
 
 def test_latest_release_secret_is_the_newest_revision_of_that_release():
     older = helm_secret("kueue", 9, "superseded", {"name": "kueue"})
     newest = helm_secret("kueue", 10, "deployed", {"name": "kueue"})  # 10 > 9 as numbers, not as text
-    cluster = SecretsCluster([older, newest, helm_secret("other", 11, "deployed", {"name": "other"})])
-    assert helm_storage.latest_release_secret(cluster, "kueue-system", "kueue") is newest
-    assert cluster.queries == [(SECRETS, {"labelSelector": "owner=helm,name=kueue"})]
-    assert helm_storage.latest_release_secret(SecretsCluster([]), "kueue-system", "kueue") is None
+    cluster = secrets_cluster([older, newest, helm_secret("other", 11, "deployed", {"name": "other"})])
+    # == (not is): an API answer is a copy, never the caller's object; the three Secrets all differ
+    assert helm_storage.latest_release_secret(cluster, "kueue-system", "kueue") == newest
+    assert cluster.calls == [("items", SECRETS, {"labelSelector": "owner=helm,name=kueue"})]
+    assert helm_storage.latest_release_secret(secrets_cluster([]), "kueue-system", "kueue") is None
 
 
 def test_decode_helm_release_reads_gzip_and_plain_json_and_refuses_the_rest():

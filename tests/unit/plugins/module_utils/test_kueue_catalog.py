@@ -7,17 +7,11 @@ import sys
 import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog as cat
+from tests.prerequisites import kueue_module, kueue_module_reason, require
+from tests.unit.plugins.module_utils.test_helm_values import SEED_FRAMEWORKS, SEED_GATES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 GEN = os.path.join(ROOT, "hack", "gen_kueue_catalog.py")
-MODDIR = "/root/go/pkg/mod/sigs.k8s.io/kueue@v%s"
-
-SEED_GATES = {"TopologyAwareScheduling": True, "LocalQueueMetrics": True}
-SEED_FRAMEWORKS = [
-    "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "jobset.x-k8s.io/jobset",
-    "kubeflow.org/paddlejob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
-    "kubeflow.org/jaxjob",
-]
 
 
 @pytest.mark.parametrize("text,minor", [
@@ -216,19 +210,16 @@ def _generate(args):
     return ns["GENERATED"]
 
 
-@pytest.mark.skipif(not os.path.isdir(MODDIR % "0.19.2"), reason="sigs.k8s.io/kueue@v0.19.2 module not downloaded "
-                    "(cd /tmp && go mod download sigs.k8s.io/kueue@v0.19.2)")
 def test_catalog_matches_generator_on_module_source():
-    gen = _generate(["--src", MODDIR % "0.19.2"])["0.19"]
+    gen = _generate(["--src", require(kueue_module("0.19.2"), kueue_module_reason("0.19.2"))])["0.19"]
     stored = cat.GENERATED["0.19"]
     for key in ("config_api_version", "frameworks", "feature_gates", "crds", "default_frameworks",
                 "gate_dependencies"):
         assert gen[key] == stored[key], key
 
 
-@pytest.mark.skipif(not os.path.isdir(MODDIR % "0.18.4"), reason="sigs.k8s.io/kueue@v0.18.4 module not downloaded")
 def test_gate_min_patch_consistent_with_0_18_4_source():
-    gen = _generate(["--src", MODDIR % "0.18.4"])["0.18"]
+    gen = _generate(["--src", require(kueue_module("0.18.4"), kueue_module_reason("0.18.4"))])["0.18"]
     rel = cat.catalog_for("0.18")
     for name in rel.feature_gates:
         if name not in gen["feature_gates"]:

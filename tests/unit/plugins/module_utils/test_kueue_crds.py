@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils import kueue_crds as kc
+from tests.unit.fakes import FakeCluster
 from tests.unit.plugins.module_utils.test_storage_migration import crd
 
 
@@ -15,10 +16,8 @@ def test_needs_migration(stored, needed):
 
 
 def test_kueue_crds_keeps_only_kueues_group_sorted():
-    class Listing:
-        def items(self, path):
-            assert path == "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-            other = {"metadata": {"name": "jobs.example.com"}, "spec": {"group": "example.com"}}
-            return [crd(["v1beta2"], name="workloads.kueue.x-k8s.io"), other, crd(["v1beta2"])]
-    assert [c["metadata"]["name"] for c in kc.kueue_crds(Listing())] == [
+    other = {"metadata": {"name": "jobs.example.com"}, "spec": {"group": "example.com"}}
+    listing = FakeCluster(collections={"/apis/apiextensions.k8s.io/v1/customresourcedefinitions": [
+        crd(["v1beta2"], name="workloads.kueue.x-k8s.io"), other, crd(["v1beta2"])]})
+    assert [c["metadata"]["name"] for c in kc.kueue_crds(listing)] == [
         "clusterqueues.kueue.x-k8s.io", "workloads.kueue.x-k8s.io"]

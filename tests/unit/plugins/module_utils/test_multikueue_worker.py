@@ -5,40 +5,43 @@ from __future__ import annotations
 
 import base64
 import datetime
+import hashlib
 import os
 import re
-import subprocess
 
 import pytest
 import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils import multikueue, multikueue_worker as mw
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from tests.unit.fakes import FakeCluster
 
-KUEUE_REPO = "/work/.mirror/kubernetes-sigs+kueue/repo"
-SCRIPT = "site/static/examples/multikueue/create-multikueue-kubeconfig.sh"
+# Kueue's site/static/examples/multikueue/create-multikueue-kubeconfig.sh at tag v0.19.2, byte for byte (Apache-2.0,
+# its header kept): Kueue's site/ has a go.mod of its own, so the Go module zip hack/toolchain.sh downloads lacks it,
+# and a copy of a git clone is not on every machine; the copy is checked against the blob id of the file at the tag
+# (`git ls-tree v0.19.2 site/static/examples/multikueue/create-multikueue-kubeconfig.sh` in a clone of Kueue).
+SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "data",
+                      "kueue-v0.19.2-create-multikueue-kubeconfig.sh")
+SCRIPT_BLOB_V0_19_2 = "72d74a91754664e41021ab5c0f26ab88a0202495"
 PEM = "-----BEGIN CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIBADAKBggqhkjOPQQDAjAAMB4XDTI2\n-----END CERTIFICATE-----\n"
 UTC = datetime.timezone.utc
 NOW = datetime.datetime(2026, 1, 10, 12, 0, 0, tzinfo=UTC)
 DAY = 86400
 
 
-def _script_at(tag):
-    if not os.path.isdir(KUEUE_REPO):
-        return None
-    try:
-        return subprocess.run(["git", "-C", KUEUE_REPO, "show", "%s:%s" % (tag, SCRIPT)], capture_output=True,
-                              text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
+def _script_v0_19_2():
+    """The copy of Kueue's script, after checking it is the file of the tag (git's blob id of its bytes)."""
+    with open(SCRIPT, "rb") as handle:
+        data = handle.read()
+    assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == SCRIPT_BLOB_V0_19_2, \
+        "%s is not Kueue's file at v0.19.2" % SCRIPT
+    return data.decode("utf-8")
 
 
 def test_the_rules_are_kueues_own_at_v0_19_2():
     """WORKER_RULES is the ClusterRole of Kueue's create-multikueue-kubeconfig.sh at v0.19.2, rule for rule, in
     order (nothing wider, nothing narrower)."""
-    script = _script_at("v0.19.2")
-    if script is None:
-        pytest.skip("the Kueue mirror (%s) with tag v0.19.2 is not on this machine" % KUEUE_REPO)
+    script = _script_v0_19_2()
     manifests = re.search(r"kubectl apply -f - <<EOF\n(.*?)\nEOF\n", script, re.S).group(1)
     docs = [d for d in yaml.safe_load_all(manifests.replace("${MULTIKUEUE_SA}", "sa").replace("${NAMESPACE}", "ns"))
             if d]
@@ -53,7 +56,7 @@ def test_the_rules_are_kueues_own_at_v0_19_2():
 
 
 def test_the_rules_hold_what_the_manager_needs_and_nothing_of_secrets():
-    """Independent of the mirror: Jobs and Workloads are managed, queues are only read, no Secret or RBAC access."""
+    """Independent of Kueue's script: Jobs and Workloads are managed, queues are only read, no Secret or RBAC access."""
     def verbs(group, resource):
         return set(v for r in mw.WORKER_RULES if group in r["apiGroups"] and resource in r["resources"]
                    for v in r["verbs"])
@@ -255,32 +258,16 @@ def test_errors_are_scrubbed_of_the_tokens_seen():
                               "VALUE_REDACTED_BY_KUEUEOPS")
 
 
-class _NoCluster:
-    """A cluster where every object is missing (no kube-root-ca.crt ConfigMap); records what is asked."""
-
-    host = "https://127.0.0.1:6443"
-
-    def __init__(self):
-        self.calls = []
-
-    def get(self, api_path, **_query):
-        self.calls.append(("GET", api_path))
-        return None
-
-    def __getattr__(self, name):  # any write fails the test
-        raise AssertionError("%s called: nothing may be written" % name)
-
-
 def test_no_ca_anywhere_fails_before_any_write_naming_the_cluster():
     worker = mw.MultiKueueWorker(_Client(), {"namespace": "kueue-system", "service_account": "mk", "state": "present",
                                              "cluster_name": "aks-w1", "ca_data": None})
-    worker.cluster = _NoCluster()
+    worker.cluster = FakeCluster(writable=False)  # every object missing (no kube-root-ca.crt ConfigMap)
     with pytest.raises(KueueOpsError) as caught:
         worker.find_ca()
     message = caught.value.message()
     assert message.startswith("ca_data: cluster_name aks-w1: no CA certificate")
     assert "MultiKueue refuses insecure TLS" in message and "Fix: give ca_data" in message
-    assert worker.cluster.calls == [("GET", "/api/v1/namespaces/kueue-system/configmaps/kube-root-ca.crt")]
+    assert worker.cluster.calls == [("get", "/api/v1/namespaces/kueue-system/configmaps/kube-root-ca.crt", {})]
 
 
 def test_the_cluster_role_lets_the_manager_watch_every_kind_it_watches():

@@ -1,10 +1,12 @@
 """server_errors.py: the API server's refusals as field path, plain words and fix; every CEL rule and webhook
-check of the generated catalog (kueue_rules_data.py) covered by a translation."""
+check of the generated catalog (tests/unit/data/kueue_rules_data.py, test data written by
+hack/gen_kueue_catalog.py --rules) covered by a translation."""
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_rules_data, server_errors as se
+from ansible_collections.kueueops.aks.plugins.module_utils import server_errors as se
+from tests.unit.data import kueue_rules_data
 
 CQ = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "team"},
       "spec": {"resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [

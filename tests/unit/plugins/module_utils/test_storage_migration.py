@@ -6,6 +6,11 @@ import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils import storage_migration as sm
 from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import path
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue_crds import storage_version
+from tests.unit.fakes import FakeCluster
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 def crd(stored, storage="v1beta2", name="clusterqueues.kueue.x-k8s.io"):
@@ -16,28 +21,17 @@ def crd(stored, storage="v1beta2", name="clusterqueues.kueue.x-k8s.io"):
             "status": {"storedVersions": list(stored)}}
 
 
-class Cluster(sm.Cluster):
-    """A stand-in holding one CRD list and refusing every write (the run must not write in check mode)."""
-
-    def __init__(self, crds, objects):
-        self.crds, self.objects, self.writes = crds, objects, []
-
-    def items(self, api_path, timeout=None, **query):
-        return self.crds
-
-    def pages(self, api_path, timeout=None, **query):
-        yield self.objects, {}
-
-    def replace(self, *args, **kwargs):
-        self.writes.append(args)
-
-    def patch(self, *args, **kwargs):
-        self.writes.append(args)
+def listing(crds, objects):
+    """The CRDs, each also read by name, and the same ``objects`` in the collection of each at its storage version."""
+    collections = {CRDS: crds}
+    for c in crds:
+        collections[path("kueue.x-k8s.io/%s" % storage_version(c), c["spec"]["names"]["plural"])] = objects
+    return {"objects": dict((CRDS + "/" + c["metadata"]["name"], c) for c in crds), "collections": collections}
 
 
 def test_check_mode_counts_and_writes_nothing():
-    cluster = Cluster([crd(["v1beta1", "v1beta2"]), crd(["v1beta2"], name="cohorts.kueue.x-k8s.io")],
-                      [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}])
+    cluster = FakeCluster(**listing([crd(["v1beta1", "v1beta2"]), crd(["v1beta2"], name="cohorts.kueue.x-k8s.io")],
+                                    [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]))
     report = sm.StorageMigration(cluster, check_mode=True).run()
     assert cluster.writes == [] and report["changed"] is False
     assert [(c["name"], c["objects"], c["needs_migration"]) for c in report["crds"]] == [
@@ -45,31 +39,24 @@ def test_check_mode_counts_and_writes_nothing():
 
 
 def test_an_unknown_crd_name_is_refused_before_any_write():
-    cluster = Cluster([crd(["v1beta1"])], [])
+    cluster = FakeCluster(**listing([crd(["v1beta1"])], []))
     with pytest.raises(KueueOpsError) as caught:
         sm.StorageMigration(cluster, crds=["nope.kueue.x-k8s.io"]).run()
     assert caught.value.field == "crds" and cluster.writes == []
 
 
-class Breaking(Cluster):
-    """Two CRDs of three objects each, listed one object a page with the remainingItemCount the API server gives;
-    the connection is refused from the fifth write on."""
+class Breaking(FakeCluster):
+    """Two CRDs of three objects each, listed one object a page (the run's page_size) with the remainingItemCount the
+    API server gives; the connection is refused from the fifth write on."""
 
     def __init__(self, crds, objects, fail_after):
-        Cluster.__init__(self, crds, objects)
+        FakeCluster.__init__(self, **listing(crds, objects))
         self.fail_after = fail_after
-
-    def pages(self, api_path, timeout=None, **query):
-        for index, obj in enumerate(self.objects):
-            yield [obj], {"remainingItemCount": len(self.objects) - index - 1}
-
-    def get(self, api_path, timeout=None):
-        return next(c for c in self.crds if api_path.endswith("/" + c["metadata"]["name"]))
 
     def replace(self, *args, **kwargs):
         if len(self.writes) >= self.fail_after:
             raise ConnectionRefusedError(111, "Connection refused")
-        self.writes.append(args)
+        return FakeCluster.replace(self, *args, **kwargs)
 
 
 def test_a_run_cut_short_says_how_many_objects_remain_in_every_crd_left():

@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils import verify
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from tests.unit.fakes import FakeCluster
 
 APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
 
@@ -36,56 +37,6 @@ def available(status, reason=None, message=None):
     return cond
 
 
-class FakeCluster:
-    """The reads of kueue_cluster.Cluster that verify uses, on canned collections by path; records the queries."""
-
-    def __init__(self, collections=None, objects=None):
-        self.collections = collections or {}
-        self.objects = objects or {}
-        self.queries = []
-
-    def items(self, api_path, timeout=None, **query):
-        self.queries.append((api_path, query))
-        found = self.collections[api_path]
-        if isinstance(found, Exception):
-            raise found
-        return list(found)
-
-    def get(self, api_path, timeout=None, **query):
-        self.queries.append((api_path, query))
-        return self.objects.get(api_path)
-
-    def create(self, api_path, body, timeout=None, **query):
-        self.queries.append((api_path, dict(query, body=body)))
-        if isinstance(self.objects.get(api_path), Exception):
-            raise self.objects[api_path]
-        return body
-
-    def list(self, api_path, timeout=None, **query):
-        return self.items(api_path, timeout=timeout, **query), "42"
-
-    page_size = 500
-
-    def pages(self, api_path, timeout=None, **query):
-        found = self.items(api_path, timeout=timeout, **query)
-        for start in range(0, max(1, len(found)), self.page_size):
-            yield found[start:start + self.page_size], {}
-
-    def watch(self, api_path, resource_version, timeout_seconds, **query):
-        self.queries.append((api_path, dict(query, watch=(resource_version, timeout_seconds))))
-        try:
-            for event in self.events:
-                yield event
-        finally:
-            self.watch_closed = True
-
-    def deployment(self, namespace, name, timeout=None):
-        found = self.objects.get("/apis/apps/v1/namespaces/%s/deployments/%s" % (namespace, name))
-        if isinstance(found, Exception):
-            raise found
-        return found
-
-
 def verifier_on(cluster, namespace="kueue-system"):
     verifier = verify.Verifier(None, namespace=namespace)
     verifier.cluster = cluster
@@ -99,7 +50,7 @@ def test_only_the_apiservices_served_from_the_namespace_count():
     assert [a["metadata"]["name"] for a in verify.kueue_apiservices(cluster, "kueue-system")] == [
         "v1beta1.visibility.kueue.x-k8s.io", "v1beta2.visibility.kueue.x-k8s.io"]
     assert verify.kueue_apiservices(cluster, "other") == []
-    assert cluster.queries == [(APISERVICES, {}), (APISERVICES, {})]
+    assert cluster.calls == [("items", APISERVICES, {}), ("items", APISERVICES, {})]
 
 
 def test_apiservice_check_names_reason_and_message():
@@ -199,12 +150,15 @@ def test_unready_deployment_names_what_its_pods_wait_for():
             {"name": "manager", "ready": False, "state": {"waiting": {}}}]}},
         {"metadata": {"name": "m-4"}, "status": {"phase": "Pending"}},
     ]
+    for pod in pods:  # the labels of the manager's Pods, which the Deployment selects them by
+        pod["metadata"]["labels"] = {"app": "kueue", "control-plane": "controller-manager"}
     cluster = FakeCluster({PODS: pods}, {DEPLOYMENTS + "kueue-controller-manager": deployment(1)})
     [check] = verifier_on(cluster).check_deployments()
     assert check.ok is False
     assert check.reason == ("0/1 ready, 0 available; m-1: ImagePullBackOff no such image; "
                             "m-2: container manager not ready (restarts 3); m-3:; m-4: Pending")
-    assert cluster.queries == [(PODS, {"labelSelector": "app=kueue,control-plane=controller-manager"})]
+    assert cluster.calls == [("get", DEPLOYMENTS + "kueue-controller-manager", {}),
+                             ("items", PODS, {"labelSelector": "app=kueue,control-plane=controller-manager"})]
 
 
 def test_unready_deployment_without_pods_or_with_unreadable_pods():
@@ -280,9 +234,10 @@ def test_webhook_probe_is_a_dry_run_create_of_a_cluster_queue():
     check = verifier_on(cluster).probe_webhook()
     assert check.as_dict() == {"name": "webhook-roundtrip", "ok": True,
                                "reason": "dry-run ClusterQueue admitted through Kueue's webhooks"}
-    assert cluster.queries[-1] == (clusterqueues, {"dryRun": "All", "body": {
+    assert cluster.calls[-1] == ("create", clusterqueues, {"dryRun": "All"})
+    assert cluster.writes[-1] == ("create", clusterqueues, {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": verify.PROBE_NAME},
-        "spec": {"namespaceSelector": {}}}})
+        "spec": {"namespaceSelector": {}}})
     cluster.objects[clusterqueues] = ApiException(status=409, reason="Conflict")
     assert verifier_on(cluster).probe_webhook().as_dict() == {
         "name": "webhook-roundtrip", "ok": True, "reason": "a ClusterQueue named %s already exists" % verify.PROBE_NAME}
@@ -327,7 +282,7 @@ def test_check_helm_release_reads_the_latest_revision():
     assert [c.as_dict() for c in verifier.check_helm_release()] == [{
         "name": "helm-release", "ok": True, "reason": "revision 2 is deployed",
         "details": {"revision": 2, "status": "deployed", "chart_version": "0.14.1", "app_version": "v0.14.1"}}]
-    assert cluster.queries == [(SECRETS, {"labelSelector": "owner=helm,name=kueue"})]
+    assert cluster.calls == [("items", SECRETS, {"labelSelector": "owner=helm,name=kueue"})]
     cluster.collections[SECRETS] = []
     assert verifier.check_helm_release()[0].reason == "no Helm release 'kueue' in namespace kueue-system"
     cluster.collections[SECRETS] = ApiException(status=403, reason="Forbidden")
@@ -345,7 +300,7 @@ def test_queue_status_reads_cluster_queues_and_the_local_queues_of_every_namespa
     lqs = [{"metadata": {"name": "q", "namespace": ns}, "spec": {"clusterQueue": "team-a"}, "status": {}}
            for ns in ("b", "a")]
     cluster = FakeCluster({"/apis/kueue.x-k8s.io/v1beta2/clusterqueues": [cq],
-                           "/apis/kueue.x-k8s.io/v1beta2/localqueues": lqs}, {"/apis": {"groups": []}})
+                           "/apis/kueue.x-k8s.io/v1beta2/localqueues": lqs}, {"/apis": {"groups": []}}, page_size=2)
     assert verifier_on(cluster).queue_status() == {
         "cluster_queues": [{"name": "team-a", "active": True, "reason": "Ready", "pending": 1, "admitted": 2,
                             "cohort": "research", "flavors": [{"name": "on-demand", "resources": [
@@ -358,14 +313,15 @@ def test_queue_status_reads_cluster_queues_and_the_local_queues_of_every_namespa
 
 def test_wait_for_change_watches_the_deployments_from_the_lists_version():
     deployments = "/apis/apps/v1/namespaces/kueue-system/deployments"
-    cluster = FakeCluster({deployments: []})
-    cluster.events = [{"type": "MODIFIED", "object": {}}, {"type": "MODIFIED", "object": {}}]
+    cluster = FakeCluster({deployments: []}, resource_version="42",
+                          watches=[{"type": "MODIFIED", "object": {}}, {"type": "MODIFIED", "object": {}}])
     verifier_on(cluster)._wait_for_change(7.5)
     # The watch is what is left of the 7.5 s once the LIST answered (module_utils/wait.py's Deadline).
-    (listed, watched) = cluster.queries
-    assert listed == (deployments, {}) and watched[0] == deployments and watched[1]["watch"][0] == "42"
-    assert 7.0 < watched[1]["watch"][1] <= 7.5
-    assert cluster.watch_closed is True  # the watch request ends with the first event
+    (listed, watched) = cluster.calls
+    assert listed == ("list", deployments, {}) and watched[:2] == ("watch", deployments)
+    assert watched[2]["resourceVersion"] == "42"
+    assert 7.0 < watched[2]["timeoutSeconds"] <= 7.5
+    assert cluster.streams[0].closed is True and cluster.events_read == 1  # the watch ends with the first event
 
 
 def test_queue_status_summarises_each_page_before_reading_the_next():
@@ -375,15 +331,13 @@ def test_queue_status_summarises_each_page_before_reading_the_next():
     summarised = []
 
     class Paged(FakeCluster):
-        page_size = 2
-
         def pages(self, api_path, timeout=None, **query):
             for items, meta in FakeCluster.pages(self, api_path, timeout=timeout, **query):
                 yield items, meta
                 summarised.append(len(report_so_far()))
 
     cluster = Paged({"/apis/kueue.x-k8s.io/v1beta2/clusterqueues": [],
-                     "/apis/kueue.x-k8s.io/v1beta2/localqueues": lqs}, {"/apis": {"groups": []}})
+                     "/apis/kueue.x-k8s.io/v1beta2/localqueues": lqs}, {"/apis": {"groups": []}}, page_size=2)
     verifier = verifier_on(cluster)
     seen = {}
     original = verifier._local_queues
@@ -530,34 +484,24 @@ def test_uses_admission_check_in_both_api_versions():
     assert not verify.uses_admission_check(None, "mk")
 
 
-class FakeWorker:
-    def __init__(self, objects=None, error=None):
-        self.objects, self.error = objects or {}, error
-
-    def get(self, api_path, timeout=None, **query):
-        if self.error:
-            raise self.error
-        return self.objects.get(api_path)
-
-
 def test_dispatch_passes_only_with_an_admitted_copy_on_the_worker_and_scrubs_what_the_secret_held():
     masked = {"s3cr3t-token"}
     mk, report = mk_verifier(mk_objects(), masked)
     copy_path = KUEUE + "/namespaces/team/workloads/job-x-1"
     admitted = {"conditions": [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True"}]}
-    mk._workers["w1"] = (FakeWorker({copy_path: {"status": admitted}}), "kueue.x-k8s.io/v1beta2")
+    mk._workers["w1"] = (FakeCluster(objects={copy_path: {"status": admitted}}), "kueue.x-k8s.io/v1beta2")
     done, reason = mk.dispatch("team/lq", workload(cluster_name="w1"), "kueueops-smoke-x", 0)
     assert done and reason.startswith("Job kueueops-smoke-x dispatched to w1 and admitted there in "), reason
     assert report["multikueue"]["dispatched"] == {"team/lq": "w1"}
-    mk._workers["w1"] = (FakeWorker({copy_path: {"status": {"conditions": [
+    mk._workers["w1"] = (FakeCluster(objects={copy_path: {"status": {"conditions": [
         {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "insufficient cpu"}]}}}),
         "kueue.x-k8s.io/v1beta2")
     done, reason = mk.dispatch("team/lq", workload(cluster_name="w1"), "j", 0)
     assert not done and reason == "Job j dispatched to w1, but its Workload there is not admitted: Pending insufficient cpu"
-    mk._workers["w1"] = (FakeWorker(), "kueue.x-k8s.io/v1beta2")
+    mk._workers["w1"] = (FakeCluster(), "kueue.x-k8s.io/v1beta2")
     done, reason = mk.dispatch("team/lq", workload(cluster_name="w1"), "j", 0)
     assert not done and reason == "Job j dispatched to w1, but its Workload team/job-x-1 is not on that worker"
-    mk._workers["w1"] = (FakeWorker(error=OSError("refused with Bearer s3cr3t-token")), "kueue.x-k8s.io/v1beta2")
+    mk._workers["w1"] = (FakeCluster(error=OSError("refused with Bearer s3cr3t-token")), "kueue.x-k8s.io/v1beta2")
     done, reason = mk.dispatch("team/lq", workload(cluster_name="w1"), "j", 0)
     assert not done and "s3cr3t-token" not in reason and "refused with Bearer VALUE_REDACTED_BY_KUEUEOPS" in reason
     pending = [{"name": "mk", "state": "Pending", "message": "waiting for a worker"}]
@@ -579,17 +523,15 @@ def test_worker_client_reads_the_secret_by_name_and_masks_it(monkeypatch):
     mk, _ = mk_verifier(mk_objects(**{secret_path: {"metadata": {"name": "w1-secret"},
                                                     "data": {"kubeconfig": encoded}}}), masked)
 
-    class OfflineCluster(FakeCluster):
-        def __init__(self, api_client, timeout=None):
-            super().__init__(objects={"/apis": {"groups": []}})
-            self.api_client, self.timeout = api_client, timeout
-    monkeypatch.setattr(verify, "Cluster", OfflineCluster)
+    def offline_cluster(api_client, timeout=None):
+        return FakeCluster(objects={"/apis": {"groups": []}}, api_client=api_client, timeout=timeout)
+    monkeypatch.setattr(verify, "Cluster", offline_cluster)
     worker, group_version = mk._worker("w1")
     assert group_version == "kueue.x-k8s.io/v1beta2" and worker.timeout == verify.MultiKueueVerifier.WORKER_TIMEOUT
     assert worker.api_client.configuration.host == "https://127.0.0.1:6443"
     assert {token, kubeconfig, encoded} <= masked
     assert mk._worker("w1") is mk._workers["w1"]  # built once
-    assert (secret_path, {}) in mk.verifier.cluster.queries  # read by name, never listed
+    assert ("get", secret_path, {}) in mk.verifier.cluster.calls  # read by name, never listed
     mk, _ = mk_verifier(mk_objects())
     with pytest.raises(verify.KueueOpsError, match="Secret kueue-system/w1-secret of MultiKueueCluster w1 does not exist"):
         mk._worker("w1")
@@ -628,24 +570,17 @@ def test_multikueue_token_expiry_warns_inside_the_horizon_and_masks_the_token():
         text = "apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: %s\n" % token
         return {"data": {"kubeconfig": _b64.b64encode(text.encode()).decode()}}
 
-    objects = {
+    cluster = FakeCluster({
         "/apis/kueue.x-k8s.io/v1beta2/multikueueclusters": [
             {"metadata": {"name": name},
              "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "mk-" + name}}}}
-            for name in ("a", "b", "gone")],
+            for name in ("a", "b", "gone")]}, {
         "/api/v1/namespaces/kueue-system/secrets/mk-a": kubeconfig(soon),
         "/api/v1/namespaces/kueue-system/secrets/mk-b": kubeconfig(later),
-    }
-
-    class Fake:
-        def items(self, api_path):
-            return objects[api_path]
-
-        def get(self, api_path):
-            return objects.get(api_path)
+    })
 
     masked = set()
-    got = multikueue_token_expiry(Fake(), "kueue-system", "kueue.x-k8s.io/v1beta2", masked, now, 7 * 86400)
+    got = multikueue_token_expiry(cluster, "kueue-system", "kueue.x-k8s.io/v1beta2", masked, now, 7 * 86400)
     by = {t["cluster"]: t for t in got}
     assert by["a"]["warning"] and by["a"]["seconds_left"] == 3 * 86400 and by["a"]["reason"] == "expires in 3.0 days"
     assert not by["b"]["warning"] and by["b"]["expires"] == "2027-02-04T08:00:00Z"

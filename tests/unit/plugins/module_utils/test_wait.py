@@ -7,6 +7,7 @@ import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils import wait
 from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from tests.unit.fakes import Answers, FakeCluster, Pages, Stream
 
 
 class Clock:
@@ -63,38 +64,12 @@ def test_poll_until_done_timed_out_and_raising():
         wait.poll_until(failing, lambda v: True, wait.Deadline(5, clock=clock), 1, pause=clock.pause)
 
 
-class Events:
-    def __init__(self, events, fail=None):
-        self.events, self.fail, self.closed = list(events), fail, False
-
-    def __iter__(self):
-        for event in self.events:
-            yield event
-        if self.fail is not None:
-            raise self.fail
-
-    def close(self):
-        self.closed = True
-
-
-class Cluster:
-    """LIST and WATCH answers, in order; records the calls."""
-
-    def __init__(self, lists, watches):
-        self.lists, self.watches, self.calls, self.opened = list(lists), list(watches), [], []
-
-    def list(self, collection, **query):
-        self.calls.append(('list', collection, query))
-        answer = self.lists.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
-    def watch(self, collection, rv, timeout_seconds, **query):
-        self.calls.append(('watch', rv, timeout_seconds, query))
-        events = self.watches.pop(0)
-        self.opened.append(events)
-        return events
+def scripted(collection, lists, watches):
+    """LIST answers of ``collection`` in order, each ``(items, resourceVersion)`` or an exception, and the watches'
+    streams in order."""
+    return FakeCluster(collections={collection: Answers(*[
+        a if isinstance(a, Exception) else Pages((a[0], {'resourceVersion': a[1]})) for a in lists])},
+        watches=Answers(*watches))
 
 
 def _gone(name):
@@ -103,7 +78,8 @@ def _gone(name):
 
 def test_watch_until_ends_on_the_event_that_clears_what_is_pending():
     clock = Clock()
-    cluster = Cluster([(['ns'], '7')], [Events([{'type': 'MODIFIED'}, {'type': 'DELETED'}, {'type': 'ADDED'}])])
+    cluster = scripted('/api/v1/namespaces', [(['ns'], '7')],
+                       [Stream([{'type': 'MODIFIED'}, {'type': 'DELETED'}, {'type': 'ADDED'}])])
     seen = []
 
     def changed(event):
@@ -113,37 +89,40 @@ def test_watch_until_ends_on_the_event_that_clears_what_is_pending():
                                 round_seconds=10, pause=clock.pause, fieldSelector='metadata.name=ns')
     assert seen == ['MODIFIED', 'DELETED']
     assert cluster.calls == [('list', '/api/v1/namespaces', {'fieldSelector': 'metadata.name=ns'}),
-                             ('watch', '7', 10, {'fieldSelector': 'metadata.name=ns'})]
-    assert cluster.opened[0].closed
+                             ('watch', '/api/v1/namespaces', {'fieldSelector': 'metadata.name=ns',
+                                                              'resourceVersion': '7', 'timeoutSeconds': 10})]
+    assert cluster.streams[0].closed
 
 
 def test_watch_until_lists_again_after_an_expired_or_ended_watch():
     clock = Clock()
     gone = ApiException(status=410, reason='Expired')
-    cluster = Cluster([(['a'], '1'), (['a'], '5'), ([], '9')], [Events([], fail=gone), Events([{'type': 'MODIFIED'}])])
+    cluster = scripted('/c', [(['a'], '1'), (['a'], '5'), ([], '9')],
+                       [Stream([], fail=gone), Stream([{'type': 'MODIFIED'}])])
     assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True,
                             pause=clock.pause) == []
     assert [c[0] for c in cluster.calls] == ['list', 'watch', 'list', 'watch', 'list']
     assert clock.pauses == []  # a 410 lists again at once
-    assert all(e.closed for e in cluster.opened)
+    assert all(e.closed for e in cluster.streams)
 
 
 def test_watch_until_raises_a_broken_watch_unless_told_to_relist():
     clock = Clock()
     forbidden = ApiException(status=403, reason='Forbidden')
-    cluster = Cluster([(['a'], '1')], [Events([], fail=forbidden)])
+    cluster = scripted('/c', [(['a'], '1')], [Stream([], fail=forbidden)])
     with pytest.raises(ApiException):
         wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True, pause=clock.pause)
-    assert cluster.opened[0].closed
+    assert cluster.streams[0].closed
 
     dropped = ConnectionResetError('reset by peer')
-    cluster = Cluster([(['a'], '1'), (['a'], '2'), ([], '3')], [Events([], fail=forbidden), Events([], fail=dropped)])
+    cluster = scripted('/c', [(['a'], '1'), (['a'], '2'), ([], '3')],
+                       [Stream([], fail=forbidden), Stream([], fail=dropped)])
     assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True,
                             errors='relist', pause=clock.pause) == []
     assert clock.pauses == [1.0, 1.0]
 
     # The LIST raises what is really wrong, whatever errors says.
-    cluster = Cluster([ConnectionRefusedError('down')], [])
+    cluster = scripted('/c', [ConnectionRefusedError('down')], [])
     with pytest.raises(ConnectionRefusedError):
         wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True, errors='relist')
 
@@ -151,32 +130,28 @@ def test_watch_until_raises_a_broken_watch_unless_told_to_relist():
 def test_watch_until_returns_what_is_pending_at_the_deadline():
     clock = Clock()
 
-    class Slow(Events):
+    class Slow(Stream):
         def __iter__(self):
             clock.now += 12  # the watch ran to its end
             return iter([])
-    cluster = Cluster([(['a', 'b'], '1'), (['a'], '2')], [Slow([])])
+    cluster = scripted('/c', [(['a', 'b'], '1'), (['a'], '2')], [Slow([])])
     assert wait.watch_until(cluster, '/c', wait.Deadline(10, clock=clock), lambda items: sorted(items),
                             lambda e: True, pause=clock.pause) == ['a']
     # The watch asked for no more than what was left of the deadline.
-    assert cluster.calls[1] == ('watch', '1', 10, {})
+    assert cluster.calls[1] == ('watch', '/c', {'resourceVersion': '1', 'timeoutSeconds': 10})
 
 
-class PagedCluster(Cluster):
-    """Cluster whose LISTs come as pages: each answer of ``lists`` is [(items, resourceVersion), ...]."""
-
-    def list(self, collection, **query):
-        raise AssertionError('a paged wait never reads the whole list at once')
-
-    def pages(self, collection, **query):
-        self.calls.append(('pages', collection, query))
-        for items, rv in self.lists.pop(0):
-            yield items, {'resourceVersion': rv, 'continue': 'more'}
+def paged(collection, lists, watches):
+    """LISTs of ``collection`` as pages: each answer of ``lists`` is [(items, resourceVersion), ...]; a paged wait
+    never reads the whole list at once (whole_lists=False)."""
+    return FakeCluster(collections={collection: Answers(*[
+        Pages(*[(items, {'resourceVersion': rv, 'continue': 'more'}) for items, rv in answer]) for answer in lists])},
+        watches=Answers(*watches), whole_lists=False)
 
 
 def test_watch_until_paged_hands_the_list_over_one_page_at_a_time():
     clock = Clock()
-    cluster = PagedCluster([[(['a', 'b'], '3'), (['c'], '4')]], [Events([{'type': 'MODIFIED', 'name': 'c'}])])
+    cluster = paged('/c', [[(['a', 'b'], '3'), (['c'], '4')]], [Stream([{'type': 'MODIFIED', 'name': 'c'}])])
     pages, state = [], set()
 
     def listed(items):
@@ -191,13 +166,14 @@ def test_watch_until_paged_hands_the_list_over_one_page_at_a_time():
                             paged=True, labelSelector='x') == []
     assert pages == [['a', 'b'], ['c']]
     # The watch starts from the last page's resourceVersion (the list's).
-    assert cluster.calls == [('pages', '/c', {'labelSelector': 'x'}), ('watch', '4', 30, {'labelSelector': 'x'})]
+    assert cluster.calls == [('pages', '/c', {'labelSelector': 'x'}),
+                             ('watch', '/c', {'labelSelector': 'x', 'resourceVersion': '4', 'timeoutSeconds': 30})]
 
 
 def test_watch_until_paged_counts_what_is_pending_after_the_last_page():
     clock = Clock()
     # Pending after the first page, nothing after the last: no watch.
-    cluster = PagedCluster([[(['x'], '1'), ([], '2')]], [])
+    cluster = paged('/c', [[(['x'], '1'), ([], '2')]], [])
     answers = iter([['x'], []])
     assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), lambda items: next(answers),
                             lambda e: True, paged=True) == []

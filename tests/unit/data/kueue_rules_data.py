@@ -3,7 +3,8 @@
 """The refusals of each Kueue minor that server_errors.py translates: every CEL rule of the served versions of
 Kueue's CRDs and every field error of its validating webhooks (pkg/webhooks). Data only, written by
 ``hack/gen_kueue_catalog.py --rules --write --src .../sigs.k8s.io/kueue@vX.Y.Z`` from Kueue's own source (the
-block between the markers; the rest of this file is kept). Nothing imports it at run time: the unit test
+block between the markers; the rest of this file is kept). Test data, not shipped (tests/unit is in galaxy.yml's
+build_ignore): nothing in plugins/ imports it (tests/unit/test_packaging.py fails if something does); the unit test
 tests/unit/plugins/module_utils/test_server_errors.py keeps every entry covered by a translation, so that a new
 Kueue minor brings its rules with it and fails that test until each has its field and fix."""
 
