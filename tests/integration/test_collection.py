@@ -23,7 +23,9 @@ def test_build_install_and_ansible_doc(tmp_path):
     build = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", REPO,
                             "--output-path", str(tmp_path)], capture_output=True, text=True, check=True)
     tarball = [p for p in os.listdir(tmp_path) if p.endswith(".tar.gz")]
-    assert tarball == ["kueueops-aks-0.1.0.tar.gz"], build.stdout
+    with open(os.path.join(REPO, "galaxy.yml")) as handle:
+        version = yaml.safe_load(handle)["version"]
+    assert tarball == ["kueueops-aks-%s.tar.gz" % version], build.stdout
     listing = subprocess.run(["tar", "tzf", str(tmp_path / tarball[0])], capture_output=True, text=True,
                              check=True).stdout.split()
     # What is shipped, and what is not (build_ignore).
