@@ -104,6 +104,7 @@ def shared_specs(source: dict) -> dict:
             "argument spec first; so does every entry point below when this role is imported with C(tasks_from)."
             % (MAIN_RUNS, _role_ref(job_of[MAIN_RUNS])),
         ],
+        "version_added": source[MAIN_RUNS]["version_added"],
         "author": copy.deepcopy(source[MAIN_RUNS].get("author", [])),
     }}
     for entry, spec in source.items():
@@ -114,6 +115,7 @@ def shared_specs(source: dict) -> dict:
                 "%s. Its variables are documented, and validated, by %s."
                 % (spec["short_description"].rstrip("."), _role_ref(role)),
             ],
+            "version_added": spec["version_added"],
             "author": copy.deepcopy(spec.get("author", [])),
         }
     return specs
