@@ -74,6 +74,10 @@ unit: venv ## Unit tests (pure logic, no cluster)
 sanity: venv ## ansible-test sanity (no ignore files) on 2.19, 2.16, 2.20, 2.21, 2.22 and ansible-lint --profile production
 	hack/sanity.sh
 
+.PHONY: docs
+docs: ## The docs site, as Ansible's docs are built (antsibull-docs, Sphinx -W, offline; hack/docs.sh): build/docs/build/html
+	hack/docs.sh
+
 .PHONY: galaxy-check
 galaxy-check: ## galaxy-importer on the built tarball, as Galaxy imports it (hack/galaxy_check.sh; its venv cached in ~/.cache/kueueops)
 	hack/galaxy_check.sh

@@ -10,6 +10,8 @@
 #   hack/sanity.sh lint       # only the lint of tests/ and hack/ (flake8, bash -n), ansible-lint
 #                             # --profile production, antsibull-changelog and antsibull-docs lint, and
 #                             # galaxy-importer on the built tarball (hack/galaxy_check.sh)
+#   hack/sanity.sh docs       # only the docs site (hack/docs.sh, Sphinx warnings as errors, offline) and its browser
+#                             # check (tests/docsite: Debian's headless Chromium, hack/chromium.sh)
 #   hack/sanity.sh sanity [ANSIBLE-TEST ARGS]   # e.g. --test pep8, or target paths
 #
 # What ansible-test sees is the *built* collection: we run
@@ -154,6 +156,12 @@ run_lint() {
     "$ROOT/hack/galaxy_check.sh"
 }
 
+run_docs() {
+    "$ROOT/hack/docs.sh"
+    "$ROOT/hack/chromium.sh" >/dev/null
+    (cd "$ROOT" && "$PY" -m pytest -q -p no:cacheprovider tests/docsite)
+}
+
 # CPU seconds of the children this shell has waited for (and theirs): /proc's cutime + cstime.
 children_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%d", ($16 + $17) / hz}' /proc/$$/stat; }
 
@@ -190,10 +198,12 @@ case "$WHAT" in
         timed "ansible-test sanity on ansible-core $("$PY" -c 'from ansible.release import __version__ as v; print(v)')" \
             "$ROOT/hack/sanity.sh" sanity || rc=1
         "$ROOT/hack/sanity.sh" lint || rc=1
+        timed "docs site and browser check" "$ROOT/hack/sanity.sh" docs || rc=1
         "$ROOT/hack/sanity.sh" matrix || rc=1
         exit $rc ;;
     sanity) run_sanity "$@" ;;
     lint) run_lint ;;
+    docs) run_docs ;;
     matrix) run_matrix "$@" ;;
-    *) echo "usage: $0 [all|sanity|lint|matrix]" >&2; exit 2 ;;
+    *) echo "usage: $0 [all|sanity|lint|docs|matrix]" >&2; exit 2 ;;
 esac

@@ -6,7 +6,8 @@
 #
 # The built venv is kept in $KUEUEOPS_CACHE/venvs/<name of DEST>-<hash> (default ~/.cache/kueueops, where the
 # toolchain is), keyed on what decides its contents: the Python that runs it, PIP_ARGS and the text of every
-# requirements*.txt of the checkout. A cache miss builds it there with pip (from PyPI, as before); a hit copies it
+# requirements*.txt of the checkout (and of a requirements file elsewhere that PIP_ARGS names: -r
+# hack/docs-requirements.txt). A cache miss builds it there with pip (from PyPI, as before); a hit copies it
 # (cp -a: about 2 s) and rewrites the paths a venv holds to itself (the scripts' shebangs, bin/activate*,
 # pyvenv.cfg) to DEST. Other builds of the same name are removed when a new one lands, so a changed requirements
 # file leaves one copy, not one per change. Two checkouts building the same key at once each build in a folder of
@@ -22,7 +23,19 @@ case $DEST in /*) ;; *) DEST=$PWD/$DEST ;; esac
 CACHE=${KUEUEOPS_CACHE:-$HOME/.cache/kueueops}/venvs
 NAME=$(basename "$DEST")
 NAME=${NAME#.}
-key=$( { "$PY" -c 'import sys; print(sys.version)'; printf '%s\n' "$@"; cat "$ROOT"/requirements*.txt; } \
+# A requirements file PIP_ARGS name outside the checkout's requirements*.txt (-r hack/docs-requirements.txt) is part of
+# the key too (the checkout's own are already in it, so their keys stay as they were).
+extra_requirements() {
+    local arg next=
+    for arg in "$@"; do
+        if [ -n "$next" ]; then
+            case $(cd "$(dirname "$arg")" && pwd)/$(basename "$arg") in "$ROOT"/requirements*.txt) ;; *) cat "$arg" ;; esac
+            next=
+        fi
+        case $arg in -r|--requirement|-c|--constraint) next=1 ;; esac
+    done
+}
+key=$( { "$PY" -c 'import sys; print(sys.version)'; printf '%s\n' "$@"; cat "$ROOT"/requirements*.txt; extra_requirements "$@"; } \
        | sha256sum | cut -c1-16)
 cached=$CACHE/$NAME-$key
 start=$(date +%s)

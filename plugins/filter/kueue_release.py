@@ -8,7 +8,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: kueue_release
 author: kueueops contributors
-version_added: 0.1.0
+version_added: 1.0.0
 short_description: The Kueue release of a chart or managed extension version
 description:
   - Returns the Kueue release (C(MAJOR.MINOR.PATCH)) that a version names, whatever its form - a Helm chart version

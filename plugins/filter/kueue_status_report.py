@@ -8,7 +8,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: kueue_status_report
 author: kueueops contributors
-version_added: 0.1.0
+version_added: 1.0.0
 short_description: Render kueue_verify results as tables for a human
 description:
   - Turns the result of M(kueueops.aks.kueue_verify) (or a mapping of cluster name to such results) into a compact

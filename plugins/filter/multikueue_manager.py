@@ -8,7 +8,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: multikueue_manager
 author: kueueops contributors
-version_added: 0.2.0
+version_added: 1.0.0
 short_description: What the MultiKueue manager's Kueue will run - its integrations, version and Workload API version
 description:
   - The manager side of the MultiKueue preflight of the role entry point C(multikueue) (issue 44). From what this run

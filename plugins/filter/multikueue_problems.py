@@ -8,7 +8,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: multikueue_problems
 author: kueueops contributors
-version_added: 0.2.0
+version_added: 1.0.0
 short_description: What is wrong with a MultiKueue inventory and its inputs, before any cluster is touched
 description:
   - The checks of the role entry point C(multikueue) of kueueops.aks.kueue that need no cluster - one host in

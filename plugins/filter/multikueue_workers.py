@@ -8,7 +8,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: multikueue_workers
 author: kueueops contributors
-version_added: 0.2.0
+version_added: 1.0.0
 short_description: The MultiKueue worker clusters of inventory hosts - name, and the kubeconfig the manager uses
 description:
   - For each inventory host, the name of its MultiKueueCluster (C(kueue_multikueue_cluster_name), else the inventory

@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_backup
 short_description: Back up every Kueue configuration object to a verified, re-appliable folder
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Exports every Kueue configuration object (ResourceFlavor, Cohort, ClusterQueue, LocalQueue,
     WorkloadPriorityClass, AdmissionCheck, Topology, ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster)

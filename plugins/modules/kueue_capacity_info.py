@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_capacity_info
 short_description: Check Kueue's quotas against the nodes each ResourceFlavor selects (and the AKS agent pools)
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - For each ResourceFlavor, the nodes its C(nodeLabels) select and their allocatable cpu, memory and extended
     resources (C(nvidia.com/gpu), ...), summed; against it, the nominal quotas of every ClusterQueue (and Cohort) on

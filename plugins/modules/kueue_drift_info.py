@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_drift_info
 short_description: Drift of a cluster from its declared Kueue configuration and install, read-only
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Compares the declared queue configuration - O(resources), O(src) and O(secrets), taken, loaded, converted and
     validated exactly as M(kueueops.aks.kueue_queues) takes them (the C(configure_queues) entry point's

@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_extension
 short_description: Install, update or remove the AKS managed Kueue extension (microsoft.kueue)
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Manages the AKS cluster extension C(microsoft.kueue), the "AKS managed Kueue extension (preview)" path of the
     AKS documentation, through Azure Resource Manager (C(Microsoft.KubernetesConfiguration/extensions), API

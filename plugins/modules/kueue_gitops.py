@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_gitops
 short_description: Pause and resume GitOps reconciliation (Flux, Argo CD) around a Kueue uninstall
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Uninstalling Kueue deletes its CRDs and every Kueue object; a GitOps controller that reconciles Kueue (or its
     queue configuration) would fight the uninstall or re-create objects half-way. This module pauses the objects

@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_helm
 short_description: Install, upgrade or uninstall Kueue with its upstream Helm chart
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Wraps the C(helm) binary (v3.13 or newer, or v4; the module detects which and adapts its flags) to install
     the upstream Kueue chart, the "Open-source Kueue with Helm" path of the AKS documentation.

@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_info
 short_description: How Kueue is installed on a cluster, and what uninstalling it would destroy
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Detects the install method, from what each method leaves in the cluster. B(Helm) - a Helm release of the
     C(kueue) chart (or named O(release_name)) recorded in Helm's own storage in O(kueue_namespace) (Secrets

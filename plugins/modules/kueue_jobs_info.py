@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_jobs_info
 short_description: List the Jobs that carry a Kueue queue label, suspended (queued) or running, by namespace
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Lists the batch Jobs labelled C(kueue.x-k8s.io/queue-name) and sorts them, per namespace, into V(suspended)
     (C(spec.suspend=true); queued, they create no pods), V(running) (not suspended and not finished) and

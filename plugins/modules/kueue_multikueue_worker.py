@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_multikueue_worker
 short_description: Prepare a MultiKueue worker cluster - a restricted ServiceAccount, its token and the manager's kubeconfig
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Runs against one worker cluster of MultiKueue (the connection options) and gives the manager cluster what it
     needs to reach it - a kubeconfig that Kueue accepts. Kueue refuses kubeconfigs with exec plugins (the kubelogin of

@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_queues
 short_description: Declarative, validated Kueue queue configuration (flavors, cohorts, queues, priorities)
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Applies a whole Kueue configuration in one step; ResourceFlavor, Cohort, ClusterQueue, LocalQueue,
     WorkloadPriorityClass, AdmissionCheck, Topology, ProvisioningRequestConfig, MultiKueueCluster and

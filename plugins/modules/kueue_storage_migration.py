@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_storage_migration
 short_description: Rewrite every Kueue object at its CRD's storage version and trim the CRDs' storedVersions
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - When a Kueue release changes the storage version of its CRDs (Kueue 0.16 stores C(v1beta2) instead of
     C(v1beta1)), the objects already in etcd stay encoded at the old version until something writes them, and each

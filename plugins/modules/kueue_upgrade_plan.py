@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_upgrade_plan
 short_description: Plan a Kueue upgrade across its breaking minors, for this cluster, before anything changes
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reads the installed Kueue version (the Helm release's chart version, or O(current_version) for the AKS managed
     extension), resolves the target (O(target_version), V(latest) allowed) and returns the plan of the upgrade. Reads

@@ -5,7 +5,7 @@
 DOCUMENTATION = r"""
 module: kueue_verify
 short_description: Verify that Kueue is installed and working, and report its queues
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Checks a Kueue installation the way the AKS documentation's "Confirm deployment status" steps do,
     but reliably and in more depth, and returns a structured report.

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import yaml
+
 from .ansible import REPO, run_playbook
 
 BIN = os.path.dirname(sys.executable)
@@ -21,7 +23,9 @@ def test_build_install_and_ansible_doc(tmp_path):
     build = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", REPO,
                             "--output-path", str(tmp_path)], capture_output=True, text=True, check=True)
     tarball = [p for p in os.listdir(tmp_path) if p.endswith(".tar.gz")]
-    assert tarball == ["kueueops-aks-0.1.0.tar.gz"], build.stdout
+    with open(os.path.join(REPO, "galaxy.yml")) as handle:
+        version = yaml.safe_load(handle)["version"]
+    assert tarball == ["kueueops-aks-%s.tar.gz" % version], build.stdout
     listing = subprocess.run(["tar", "tzf", str(tmp_path / tarball[0])], capture_output=True, text=True,
                              check=True).stdout.split()
     # What is shipped, and what is not (build_ignore).
@@ -58,16 +62,21 @@ def test_build_install_and_ansible_doc(tmp_path):
                           capture_output=True, text=True, env=env)
     assert role.returncode == 0, role.stderr
     entry_points = json.loads(role.stdout)["kueueops.aks.kueue"]["entry_points"]
-    assert {"main", "install", "configure_queues", "uninstall_with_backup"} <= set(entry_points)
+    assert {"main", "install", "configure_queues", "uninstall_with_backup", "upgrade", "multikueue"} == set(entry_points)
+    # the shared role's page lists its entry points, naming the job role of each, without a copy of its options
+    assert not [e for e, spec in entry_points.items() if spec.get("options")], entry_points
+    with open(dest / "ansible_collections" / "kueueops" / "aks" / "roles" / "kueue" / "meta" / "entry_points.yml") as f:
+        source = yaml.safe_load(f)["entry_points"]
     # the job roles (issue 13): each renders, with the options of the shared role's entry point it runs
-    for job in ("install", "configure_queues", "uninstall_with_backup"):
+    for job in ("install", "configure_queues", "uninstall_with_backup", "upgrade", "multikueue"):
+        assert "kueueops.aks." + job in entry_points[job]["short_description"]
         assert "roles/%s/meta/argument_specs.yml" % job in listing and "roles/%s/tasks/main.yml" % job in listing
         doc = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "role", "--json", "kueueops.aks." + job],
                              capture_output=True, text=True, env=env)
         assert doc.returncode == 0, doc.stderr
         main = json.loads(doc.stdout)["kueueops.aks." + job]["entry_points"]
-        assert list(main) == ["main"] and main["main"]["short_description"] == entry_points[job]["short_description"]
-        assert main["main"]["options"] == entry_points[job]["options"], job
+        assert list(main) == ["main"] and main["main"]["short_description"] == source[job]["short_description"]
+        assert set(main["main"]["options"]) == set(source[job]["options"]), job
         text = subprocess.run([os.path.join(BIN, "ansible-doc"), "-t", "role", "kueueops.aks." + job],
                               capture_output=True, text=True, env=dict(env, ANSIBLE_NOCOLOR="1"))  # bold is *main*
         assert text.returncode == 0 and "ENTRY POINT: *main*" in text.stdout, text.stdout[:500] + text.stderr

@@ -14,7 +14,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import KU
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AWX = yaml.safe_load(open(os.path.join(ROOT, 'awx', 'controller_configuration.yml')))
-SPECS = yaml.safe_load(open(os.path.join(ROOT, 'roles', 'kueue', 'meta', 'argument_specs.yml')))['argument_specs']
+SPECS = yaml.safe_load(open(os.path.join(ROOT, 'roles', 'kueue', 'meta', 'entry_points.yml')))['entry_points']
 TEMPLATES = AWX['controller_templates']
 
 # AWX survey question type -> the argument-spec types it can feed (surveys have no boolean:
