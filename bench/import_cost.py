@@ -1,11 +1,11 @@
 #!/usr/bin/env python
 """The CPU a module process spends importing the kubernetes client, two ways, in one run (bench/README.md).
 
-* eager: ``from kubernetes import client, config, watch`` - what a module did before module_utils/kube_import.py
+* eager: ``from kubernetes import client, config, watch`` - what a module did before module_utils/kube/kube_import.py
   and what kubernetes.core's modules do;
-* kube_import: ``module_utils/kube_import.py`` with the typed API classes, as the modules did before the cluster
+* kube_import: ``module_utils/kube/kube_import.py`` with the typed API classes, as the modules did before the cluster
   layer;
-* kueue_cluster: ``module_utils/kueue_cluster.py`` on that import, as every module of the collection works now (no
+* kueue_cluster: ``module_utils/kube/kueue_cluster.py`` on that import, as every module of the collection works now (no
   typed API class; JSON as it comes).
 
 Each way runs ROUNDS fresh interpreters, alternating, and does what a module's first steps do: import, build an
@@ -44,12 +44,12 @@ except TypeError:
 assert namespaces.items[0].metadata.name == "x"
 print(sum(1 for m in sys.modules if m.startswith("kubernetes")))
 """
-# The same first steps through the cluster layer (module_utils/kueue_cluster.py), as the modules do them now: no typed
+# The same first steps through the cluster layer (module_utils/kube/kueue_cluster.py), as the modules do them now: no typed
 # API class, the NamespaceList read as the JSON it is.
 CLUSTER_WORK = """
 import json, sys
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import k8s_config
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import k8s_config
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster
 cluster = Cluster(k8s_config.new_client_from_config(sys.argv[1]))
 text = json.dumps({"kind": "NamespaceList", "apiVersion": "v1", "metadata": {}, "items": [{"metadata": {"name": "x"}}]})
 assert json.loads(text)["items"][0]["metadata"]["name"] == "x"
@@ -57,7 +57,7 @@ print(sum(1 for m in sys.modules if m.startswith("kubernetes")))
 """
 WAYS = {
     "eager": "from kubernetes import client as k8s, config as k8s_config, watch as k8s_watch\n" + WORK,
-    "kube_import": "from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import k8s, k8s_config\n"
+    "kube_import": "from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import k8s, k8s_config\n"
                    + WORK,
     "kueue_cluster": CLUSTER_WORK,
 }

@@ -2,7 +2,7 @@
 """Where kueue_queues spends its time: one run of its engine, in this process,
 with each phase timed and every API request it makes counted.
 
-It runs exactly the code of ``plugins/module_utils/apply.py`` (``run``), with the
+It runs exactly the code of ``plugins/module_utils/queues/apply.py`` (``run``), with the
 module's defaults (``create_namespaces: true`` as in the bench playbook), but
 without ansible-playbook around it, and wraps the engine's methods with timers:
 
@@ -38,8 +38,8 @@ def _import_engine():
         if path and path not in sys.path:
             sys.path.insert(0, path)
     t0 = time.perf_counter()
-    from ansible_collections.kueueops.aks.plugins.module_utils import apply as engine_mod  # noqa: E402
-    from ansible_collections.kueueops.aks.plugins.module_utils import queues as q  # noqa: E402
+    from ansible_collections.kueueops.aks.plugins.module_utils.queues import apply as engine_mod  # noqa: E402
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q  # noqa: E402
     return engine_mod, q, time.perf_counter() - t0
 
 

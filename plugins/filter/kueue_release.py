@@ -43,7 +43,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kueueops.aks.plugins.module_utils import versions
+from ansible_collections.kueueops.aks.plugins.module_utils.common import versions
 
 
 def kueue_release(version):

@@ -69,7 +69,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_sequence
 
-from ansible_collections.kueueops.aks.plugins.module_utils import report
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import report
 
 
 def _is_single_result(data):

@@ -42,9 +42,9 @@ _value:
 
 import re
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
-from ansible_collections.kueueops.aks.plugins.module_utils.manager_config import effective_from_deployment, get_path
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api import GROUP
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.manager_config import effective_from_deployment, get_path
 
 
 def _priority(version):

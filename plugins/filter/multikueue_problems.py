@@ -18,7 +18,7 @@ description:
     provider); each ClusterQueue of C(kueue_multikueue_cluster_queues) a ClusterQueue of the manager's
     C(kueue_resources) or C(kueue_resources_src); C(kueue_multikueue_token_ttl) at least 600 seconds; each
     C(kueue_multikueue_worker_server) an https URL with a valid host.
-  - The same rules as kueueops.aks.kueue_queues' C(multikueue) option (plugins/module_utils/multikueue.py). No
+  - The same rules as kueueops.aks.kueue_queues' C(multikueue) option (plugins/module_utils/kueue/multikueue.py). No
     message carries a kubeconfig or a token.
 options:
   _input:
@@ -53,7 +53,8 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kueueops.aks.plugins.module_utils import multikueue, multikueue_worker, queues
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import multikueue, queues
+from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import multikueue_worker
 
 
 def multikueue_problems(inputs):

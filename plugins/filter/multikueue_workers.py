@@ -52,7 +52,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kueueops.aks.plugins.module_utils import multikueue
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import multikueue
 
 
 def multikueue_workers(hosts, hostvars, result=None):

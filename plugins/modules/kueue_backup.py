@@ -254,9 +254,9 @@ same_cluster:
 import os
 import re
 
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
-from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
-from ansible_collections.kueueops.aks.plugins.module_utils import cluster_identity
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.backup import backup as b
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import cluster_identity
 
 _RESOURCE_ID_RE = re.compile(r'^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.ContainerService/'
                              r'managedClusters/(?P<name>[^/]+)$', re.IGNORECASE)

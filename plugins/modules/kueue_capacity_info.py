@@ -135,13 +135,13 @@ node_count:
 
 import copy
 
-from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import AZURE_AUTH_ARGSPEC, AZURE_CONNECTION_ARGSPEC
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_sdk import azure_error
-from ansible_collections.kueueops.aks.plugins.module_utils.capacity import gather
-from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import read_managed_cluster, require_azure_sdk
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import describe_kube_error
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension as x
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_auth import AZURE_AUTH_ARGSPEC, AZURE_CONNECTION_ARGSPEC
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_sdk import azure_error
+from ansible_collections.kueueops.aks.plugins.module_utils.capacity.capacity import gather
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.extension_arm import read_managed_cluster, require_azure_sdk
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import describe_kube_error
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
 
 
 def main():

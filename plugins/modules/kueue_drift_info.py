@@ -165,9 +165,10 @@ problems:
   elements: dict
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils import drift, queues
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import namespace_name_error
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.drift import drift
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import namespace_name_error
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
 
 
 def main():

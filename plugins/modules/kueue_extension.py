@@ -363,10 +363,10 @@ kubeconfig:
 
 import copy
 
-from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import AZURE_AUTH_ARGSPEC, AZURE_CONNECTION_ARGSPEC
-from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import KueueExtension, require_azure_sdk
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension as x
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_auth import AZURE_AUTH_ARGSPEC, AZURE_CONNECTION_ARGSPEC
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.extension_arm import KueueExtension, require_azure_sdk
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
 
 
 def main():

@@ -87,8 +87,8 @@ state_file:
 
 import os
 
-from ansible_collections.kueueops.aks.plugins.module_utils.gitops import GitOps, parse_ref, pause, resume
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.backup.gitops import GitOps, parse_ref, pause, resume
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
 
 
 def main():

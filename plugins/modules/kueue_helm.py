@@ -318,10 +318,10 @@ finalizers_cleared:
   type: int
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils.helm_install import KueueHelm
-from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import chart_argspec
-from ansible_collections.kueueops.aks.plugins.module_utils.helm_values import HAS_YAML
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.install.helm_install import KueueHelm
+from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_runner import chart_argspec
+from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_values import HAS_YAML
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
 
 
 def main():

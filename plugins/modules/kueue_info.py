@@ -136,15 +136,15 @@ cluster:
            resource_id: null, name: null}
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
-from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import GROUP
-from ansible_collections.kueueops.aks.plugins.module_utils import install_method as im
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
-from ansible_collections.kueueops.aks.plugins.module_utils.helm_storage import helm_releases
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import reader as b
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api import GROUP
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import install_method as im
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_storage import helm_releases
 
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
 
 
 def extension_configs(cluster, namespace):

@@ -61,10 +61,10 @@ finished:
   type: int
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import label_key_error, namespace_name_error
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_api import condition_true
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster, path
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import label_key_error, namespace_name_error
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api import condition_true
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
 
 
 def classify(job):

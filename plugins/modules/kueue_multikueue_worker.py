@@ -39,7 +39,7 @@ description:
     without it is left, with a warning) - and waits until they are gone.
   - V(preflight) (issue 44) changes nothing and needs no Kueue on the worker - it reads, by API discovery, whether
     the worker serves every kind that the manager's MultiKueue watches on each worker for O(manager.integrations)
-    (Kueue's MultiKueue adapters, the table C(WATCHED_KINDS) of C(plugins/module_utils/multikueue.py)) and, when
+    (Kueue's MultiKueue adapters, the table C(WATCHED_KINDS) of C(plugins/module_utils/kueue/multikueue.py)) and, when
     Kueue runs there, the versions its Workload API is served at against O(manager.api_version). It never fails on
     what it finds - RV(problems) lists every missing kind at once with the fixes, RV(skew_warnings) a different
     Kueue minor; the role entry point C(multikueue) refuses the run with them before anything is written.
@@ -300,10 +300,10 @@ deleted:
            ClusterRole/kueueops-multikueue, ServiceAccount/kueueops-multikueue]
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import namespace_name_error
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
-from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import manager_error
-from ansible_collections.kueueops.aks.plugins.module_utils.multikueue_worker import (
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import namespace_name_error
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.multikueue import manager_error
+from ansible_collections.kueueops.aks.plugins.module_utils.multikueue.multikueue_worker import (
     MultiKueueWorker, cluster_name_error, normalise_ca, server_error, token_ttl_error)
 
 

@@ -437,10 +437,10 @@ problems:
             problem: "ClusterQueue 'team-x' does not exist in the input or the cluster"}]
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils import queues
-from ansible_collections.kueueops.aks.plugins.module_utils.apply import not_active_message, run
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import MAX_WORKERS
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues
+from ansible_collections.kueueops.aks.plugins.module_utils.queues.apply import not_active_message, run
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import MAX_WORKERS
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
 
 
 def main():

@@ -112,9 +112,9 @@ crds_remaining:
   elements: str
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import MAX_WORKERS
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
-from ansible_collections.kueueops.aks.plugins.module_utils.storage_migration import StorageMigration
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import MAX_WORKERS
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.upgrade.storage_migration import StorageMigration
 
 
 def main():

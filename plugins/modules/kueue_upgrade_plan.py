@@ -213,9 +213,9 @@ lines:
   elements: str
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
-from ansible_collections.kueueops.aks.plugins.module_utils import upgrade_run
-from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import chart_argspec
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.upgrade import upgrade_run
+from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_runner import chart_argspec
 
 
 def main():

@@ -272,10 +272,10 @@ queues:
     local_queues: [{name: user-queue, namespace: team-a, cluster_queue: team-a, active: true, pending: 0, admitted: 2}]
 """
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import object_name_error
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule
-from ansible_collections.kueueops.aks.plugins.module_utils.queues import parse_quantity
-from ansible_collections.kueueops.aks.plugins.module_utils.verify import DEFAULT_CRDS, parse_queue_ref, verify_install
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import object_name_error
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.queues import parse_quantity
+from ansible_collections.kueueops.aks.plugins.module_utils.verify.verify import DEFAULT_CRDS, parse_queue_ref, verify_install
 
 
 def main():

@@ -8,12 +8,12 @@ import time
 
 
 def kueue_api():
-    """The collection's model of Kueue's API (plugins/module_utils/kueue_api.py), imported from the collections
+    """The collection's model of Kueue's API (plugins/module_utils/kueue/kueue_api.py), imported from the collections
     folder of the venv running the tests, where the modules see it."""
     from .ansible import COLLECTIONS
     if COLLECTIONS not in sys.path:
         sys.path.insert(0, COLLECTIONS)
-    from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
     return api
 
 
@@ -197,13 +197,13 @@ def live_normalised(kube, plurals: dict) -> dict:
     from kubernetes import client
 
     api = kueue_api()
-    from ansible_collections.kueueops.aks.plugins.module_utils import backup
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue import reader
 
     custom = client.CustomObjectsApi(kube)
     out = {}
     for kind, plural in plurals.items():
         for item in custom.list_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural)["items"]:
-            obj = backup.normalise(item, kind, "kueue.x-k8s.io/v1beta2")
+            obj = reader.normalise(item, kind, "kueue.x-k8s.io/v1beta2")
             out[api.obj_key(obj)] = obj
     return out
 
@@ -223,7 +223,7 @@ def metadata_items(kube, api_path: str, missing_ok: bool = False, **query) -> li
     from kubernetes.client.exceptions import ApiException
 
     kueue_api()  # the collection on sys.path
-    from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import Cluster
+    from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster
 
     class MetadataCluster(Cluster):
         def _headers(self, content_type=None):

@@ -1,4 +1,4 @@
-"""No dry-run for what is already applied (issue 17, item 1): module_utils/managed_fields.py decides "an apply
+"""No dry-run for what is already applied (issue 17, item 1): module_utils/kueue/managed_fields.py decides "an apply
 would change nothing" from the live object; these tests hold it to the real API server, the real CRD schemas
 and the real Kueue 0.19.2 webhooks and controller.
 
@@ -195,9 +195,9 @@ def engine(kueue):
 
 def _verdicts(engine, declared):
     """(local reason or None, the dry-run's verdict) for ``declared`` against what is live now."""
-    from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
-    from ansible_collections.kueueops.aks.plugins.module_utils import managed_fields as mf
-    from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue import managed_fields as mf
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q
 
     live = engine.get(api.obj_key(declared))
     local = mf.unchanged_reason(declared, live, engine.manager)

@@ -28,7 +28,7 @@ from .kubeutil import (admitted, delete_kueue_objects, delete_namespaces, kueue_
 # The collection as the modules see it (`make venv` links this checkout there).
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
-from ansible_collections.kueueops.aks.plugins.module_utils import backup as b  # noqa: E402
+from ansible_collections.kueueops.aks.plugins.module_utils.backup import backup as b  # noqa: E402
 
 GROUP = "kueue.x-k8s.io"
 KUEUE_VERSION = "0.19.2"

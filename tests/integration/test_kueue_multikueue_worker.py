@@ -24,8 +24,9 @@ from .kubeutil import delete_namespace, wait_for
 # The collection as the modules see it (`make venv` links this checkout there).
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
-from ansible_collections.kueueops.aks.plugins.module_utils import multikueue, multikueue_worker as mw  # noqa: E402
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED  # noqa: E402
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import multikueue  # noqa: E402
+from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import multikueue_worker as mw  # noqa: E402
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import REDACTED  # noqa: E402
 
 NS, SA, OTHER = "mkw-system", "mkw-sa", "mkw-not-ours"
 LABEL = "kueueops.aks/multikueue-worker=" + SA

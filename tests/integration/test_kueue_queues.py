@@ -411,13 +411,13 @@ def test_state_absent_deletes_in_reverse_order(clean):
 
 # ------------------------------------------------------------- concurrency (issue 8)
 def _apply_module():
-    """module_utils/apply.py as Ansible loads it (the collection linked into the venv's collections folder)."""
+    """module_utils/queues/apply.py as Ansible loads it (the collection linked into the venv's collections folder)."""
     import sys
 
     from .ansible import COLLECTIONS
     if COLLECTIONS not in sys.path:
         sys.path.insert(0, COLLECTIONS)
-    from ansible_collections.kueueops.aks.plugins.module_utils import apply
+    from ansible_collections.kueueops.aks.plugins.module_utils.queues import apply
     return apply
 
 

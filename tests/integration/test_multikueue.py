@@ -22,7 +22,7 @@ from tests.harness.cluster import Cluster, run_dir
 from tests.reliability import rbac
 
 from ansible_collections.kueueops.aks.plugins.filter.multikueue_manager import multikueue_manager
-from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import watched_kinds
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.multikueue import watched_kinds
 
 from .ansible import REPO, run_playbook
 from .kubeutil import condition, kind_crd_name, reset_kueue, serve_kinds, unserve_kinds, wait_for

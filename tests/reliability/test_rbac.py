@@ -19,7 +19,7 @@ from tests.integration.kubeutil import delete_namespace, helm, kueue_crds
 
 from . import rbac
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import (  # noqa: E402  (path set by conftest)
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import (  # noqa: E402  (path set by conftest)
     forbidden_permissions,
 )
 

@@ -47,8 +47,8 @@ class _Refuse:
 @pytest.fixture
 def azure_sdk_missing(monkeypatch):
     """``azure_sdk_missing('azure.identity', ...)`` makes those Azure SDK modules really not importable for the test:
-    gone from sys.modules, refused by the import system, and module_utils/azure_sdk.py's remembered outcomes cleared."""
-    from ansible_collections.kueueops.aks.plugins.module_utils import azure_sdk
+    gone from sys.modules, refused by the import system, and module_utils/azure/azure_sdk.py's remembered outcomes cleared."""
+    from ansible_collections.kueueops.aks.plugins.module_utils.azure import azure_sdk
 
     def refuse(*names):
         for name in [m for m in sys.modules if any(m == n or m.startswith(n + '.') for n in names)]:

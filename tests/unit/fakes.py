@@ -33,8 +33,8 @@ watch's ``Stream``, ``closed`` once the caller closed it) and ``events_read``.
 """
 import copy
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_cluster
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import kueue_cluster
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
 
 
 class Answers(list):

@@ -9,8 +9,8 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import AZURE_AUTH_ARGSPEC, AZURE_CONNECTION_ARGSPEC
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import KUBE_AUTH_ARGSPEC
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_auth import AZURE_AUTH_ARGSPEC, AZURE_CONNECTION_ARGSPEC
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import KUBE_AUTH_ARGSPEC
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AWX = yaml.safe_load(open(os.path.join(ROOT, 'awx', 'controller_configuration.yml')))

@@ -4,8 +4,8 @@ import inspect
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_cluster
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import kueue_cluster
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
 from tests.unit.fakes import Answers, FakeCluster, Pages, Stream
 
 # What FakeCluster inherits from the real Cluster: built on get, so the canned objects answer them.

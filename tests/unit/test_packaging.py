@@ -104,7 +104,7 @@ def _missing(module, names, relative, files, sources):
 
 def test_shipped_python_imports_only_what_is_shipped(shipped):
     files, sources = shipped
-    assert 'plugins/module_utils/errors.py' in files and 'tests/config.yml' in files
+    assert 'plugins/module_utils/common/errors.py' in files and 'tests/config.yml' in files
     missing = sorted('%s imports %s' % (name, what) for name, source in sources.items()
                      for module, names, relative in _imports(name, source)
                      for what in _missing(module, names, relative, files, sources))
@@ -128,7 +128,7 @@ def test_no_run_folder_or_local_cache_is_shipped(shipped):
 
 
 def test_the_check_sees_an_unshipped_import():
-    files = {'plugins/module_utils/errors.py', 'tests/__init__.py', 'tests/reliability/__init__.py',
+    files = {'plugins/module_utils/common/errors.py', 'tests/__init__.py', 'tests/reliability/__init__.py',
              'tests/reliability/badinput.py', 'tests/integration/__init__.py'}
 
     def missing(source):
@@ -137,8 +137,8 @@ def test_the_check_sees_an_unshipped_import():
     assert missing('from tests.integration.ansible import run_playbook\nfrom . import rbac\nimport tests.harness\n') \
         == ['tests.integration.ansible', 'tests.reliability.rbac', 'tests.harness']
     assert missing('from tests.integration import ansible\n') == ['tests.integration.ansible']
-    assert missing('from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError\n'
-                   'from ansible_collections.kueueops.aks.plugins.module_utils import errors\n'
+    assert missing('from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError\n'
+                   'from ansible_collections.kueueops.aks.plugins.module_utils.common import errors\n'
                    'from .badinput import Case\nfrom . import badinput\nimport yaml\nimport os.path\n') == []
 
 
@@ -176,7 +176,7 @@ def plugin_import_problems(sources):
 
 def test_plugins_import_nothing_from_tests_and_every_module_util_is_used():
     sources = _plugin_sources()
-    assert 'plugins/module_utils/server_errors.py' in sources
+    assert 'plugins/module_utils/kube/server_errors.py' in sources
     assert plugin_import_problems(sources) == []
 
 

@@ -10,9 +10,11 @@ from decimal import Decimal
 from hypothesis import HealthCheck, given, settings, strategies as st
 from kubernetes.utils import parse_quantity as k8s_parse_quantity
 
-from ansible_collections.kueueops.aks.plugins.module_utils import extension, helm_runner, helm_values, kueue_catalog, queues
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension
+from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_runner, helm_values
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog, queues
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 
 FUZZ = settings(max_examples=int(os.environ.get("KUEUEOPS_FUZZ_EXAMPLES", "300")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,4 +1,4 @@
-"""The kueue_status_report filter (the renderer, module_utils/report.py, is tested in
+"""The kueue_status_report filter (the renderer, module_utils/kueue/report.py, is tested in
 tests/unit/plugins/module_utils/test_report.py): pure logic."""
 
 import pytest

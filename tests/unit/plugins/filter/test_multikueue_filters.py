@@ -1,5 +1,5 @@
 """The MultiKueue inventory checks of the role entry point multikueue (filters multikueue_workers and
-multikueue_problems over module_utils/multikueue.py): pure logic, no cluster."""
+multikueue_problems over module_utils/kueue/multikueue.py): pure logic, no cluster."""
 
 import pytest
 

@@ -3,7 +3,7 @@ manager's Kueue - what this run renders with Helm, else its live Configuration."
 
 from ansible_collections.kueueops.aks.plugins.filter.multikueue_manager import (
     FilterModule, multikueue_manager, workload_api_version)
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog
 
 
 def test_the_chart_default_of_the_version_this_run_installs():

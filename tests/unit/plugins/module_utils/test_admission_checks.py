@@ -1,10 +1,10 @@
 # Copyright: (c) 2026, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/admission_checks.py (no cluster; the chain on the local control plane is
+"""Unit tests for plugins/module_utils/kueue/admission_checks.py (no cluster; the chain on the local control plane is
 tests/integration/test_multikueue.py): the causes of a ClusterQueue inactive because of an AdmissionCheck, deepest
 first, and which of them cannot heal by waiting."""
 
-from ansible_collections.kueueops.aks.plugins.module_utils import admission_checks as ac
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import admission_checks as ac
 from tests.unit.fakes import FakeCluster
 
 GV = '/apis/kueue.x-k8s.io/v1beta2/'

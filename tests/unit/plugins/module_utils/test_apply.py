@@ -1,6 +1,6 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The orchestration of plugins/module_utils/apply.py against an in-memory API server.
+"""The orchestration of plugins/module_utils/queues/apply.py against an in-memory API server.
 
 The real API server, schema, CEL and webhooks are exercised by
 tests/integration/test_kueue_queues.py; here the order of phases is pinned:
@@ -15,9 +15,9 @@ import json
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.kueueops.aks.plugins.module_utils import apply as engine_mod
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
-from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
+from ansible_collections.kueueops.aks.plugins.module_utils.queues import apply as engine_mod
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q
 from tests.unit.fakes import FakeCluster
 
 V2 = 'kueue.x-k8s.io/v1beta2'
@@ -644,8 +644,8 @@ def test_wait_gone_keeps_the_keys_of_a_list_that_failed():
 def test_a_backup_of_another_cluster_is_refused_before_the_cluster_is_read(tmp_path):
     """Issue 40: kueue_queues src=<a kueue_backup folder> compares the backup's cluster with the live one first."""
     import json as _json
-    from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError as _Error
-    from ansible_collections.kueueops.aks.plugins.module_utils.apply import check_backup_cluster
+    from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError as _Error
+    from ansible_collections.kueueops.aks.plugins.module_utils.queues.apply import check_backup_cluster
     (tmp_path / 'manifest.json').write_text(_json.dumps({'format': 'kueueops.aks/kueue_backup/v1',
                                                          'cluster': {'uid': 'uid-a', 'context': 'a'}}))
     params = {'src': str(tmp_path), 'allow_other_cluster': False}

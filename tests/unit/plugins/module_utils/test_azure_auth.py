@@ -13,7 +13,7 @@ from azure.identity import (
 )
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_auth import (
     AZURE_AUTH_ARGSPEC,
     build_credential,
     cli_default_subscription,
@@ -22,7 +22,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
     require_azure_identity,
     resolve_cloud,
 )
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 
 SUB = '00000000-0000-0000-0000-000000000001'
 TENANT = '00000000-0000-0000-0000-0000000000aa'

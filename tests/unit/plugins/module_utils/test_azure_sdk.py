@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/azure_sdk.py: the Azure SDK imported on first use (a missing SDK reported:
+"""Unit tests for plugins/module_utils/azure/azure_sdk.py: the Azure SDK imported on first use (a missing SDK reported:
 test_azure_auth.test_require_azure_identity)."""
 
 import json
@@ -9,11 +9,11 @@ import subprocess
 import sys
 import textwrap
 
-from ansible_collections.kueueops.aks.plugins.module_utils import azure_sdk
-from ansible_collections.kueueops.aks.plugins.module_utils.extension_arm import AZURE_MGMT_MODULES
+from ansible_collections.kueueops.aks.plugins.module_utils.azure import azure_sdk
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.extension_arm import AZURE_MGMT_MODULES
 
-# .../collections/ansible_collections/kueueops/aks/plugins/module_utils/azure_sdk.py -> .../collections
-COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(azure_sdk.__file__), *[os.pardir] * 5))
+# .../collections/ansible_collections/kueueops/aks/plugins/module_utils/azure/azure_sdk.py -> .../collections
+COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(azure_sdk.__file__), *[os.pardir] * 6))
 
 
 def test_azure_error_stands_in_until_azure_core_is_imported(monkeypatch):
@@ -33,7 +33,7 @@ def test_the_kubernetes_only_modules_do_not_import_the_azure_sdk():
     import json, sys
     from ansible_collections.kueueops.aks.plugins.modules import kueue_capacity_info, kueue_extension, kueue_drift_info
     before = sorted(m for m in sys.modules if m == 'azure' or m.startswith('azure.'))
-    from ansible_collections.kueueops.aks.plugins.module_utils import extension_arm
+    from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension_arm
     error = extension_arm.azure_mgmt_import_error()
     after = [m for m in extension_arm.AZURE_MGMT_MODULES if m in sys.modules]
     print(json.dumps({'before': before, 'error': error, 'after': after}))

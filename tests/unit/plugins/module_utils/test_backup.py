@@ -1,6 +1,6 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/backup.py (no cluster)."""
+"""Unit tests for plugins/module_utils/backup/backup.py (no cluster)."""
 
 import copy
 import datetime
@@ -12,10 +12,11 @@ import stat
 import pytest
 import yaml
 
-from ansible_collections.kueueops.aks.plugins.module_utils import backup as b
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
-from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.backup import backup as b
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import reader as r
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 from tests.unit.fakes import FakeCluster
 
 V2 = 'kueue.x-k8s.io/v1beta2'
@@ -48,7 +49,7 @@ def test_normalise_drops_server_fields_status_and_kueue_finalizers():
     obj = live_cq('team', ownerReferences=[{'uid': 'x'}], deletionTimestamp='2025-01-01T00:00:00Z',
                   labels={}, finalizers=['kueue.x-k8s.io/resource-in-use', 'example.com/keep'])
     before = copy.deepcopy(obj)
-    out = b.normalise(obj)
+    out = r.normalise(obj)
     assert obj == before  # the input is untouched
     assert out == {'apiVersion': V2, 'kind': 'ClusterQueue',
                    'metadata': {'name': 'team', 'finalizers': ['example.com/keep']},
@@ -59,14 +60,14 @@ def test_normalise_keeps_user_labels_and_annotations_and_fills_kind():
     obj = {'metadata': {'name': 'a', 'labels': {'team': 'x'},
                         'annotations': {'note': 'keep', 'kubectl.kubernetes.io/last-applied-configuration': '{}'}},
            'spec': {}}
-    out = b.normalise(obj, 'ResourceFlavor', V2)
+    out = r.normalise(obj, 'ResourceFlavor', V2)
     assert out == {'apiVersion': V2, 'kind': 'ResourceFlavor',
                    'metadata': {'name': 'a', 'labels': {'team': 'x'}, 'annotations': {'note': 'keep'}}, 'spec': {}}
 
 
 def test_normalised_object_is_accepted_by_kueue_queues():
     """The backup's manifests are what kueue_queues reads: no problem, same object."""
-    obj = b.normalise(live_cq('team'))
+    obj = r.normalise(live_cq('team'))
     problems = []
     served = dict((k, 'v1beta2') for k in api.KIND_ORDER)
     out = q.normalise_all([('x', obj)], served, problems)
@@ -77,14 +78,14 @@ def test_normalised_object_is_accepted_by_kueue_queues():
 def test_wpc_top_level_fields_survive():
     obj = {'apiVersion': V2, 'kind': 'WorkloadPriorityClass', 'metadata': {'name': 'p', 'uid': 'u'},
            'value': 100, 'description': 'low'}
-    assert b.normalise(obj) == {'apiVersion': V2, 'kind': 'WorkloadPriorityClass', 'metadata': {'name': 'p'},
+    assert r.normalise(obj) == {'apiVersion': V2, 'kind': 'WorkloadPriorityClass', 'metadata': {'name': 'p'},
                                 'value': 100, 'description': 'low'}
 
 
 def test_aks_managed_only_on_extension_clusters():
-    assert b.is_aks_managed(rf('aks-default'), True)
-    assert not b.is_aks_managed(rf('aks-default'), False)
-    assert not b.is_aks_managed(rf('default'), True)
+    assert r.is_aks_managed(rf('aks-default'), True)
+    assert not r.is_aks_managed(rf('aks-default'), False)
+    assert not r.is_aks_managed(rf('default'), True)
 
 
 def test_multikueue_secret_refs_both_versions_and_path_ignored():
@@ -95,7 +96,7 @@ def test_multikueue_secret_refs_both_versions_and_path_ignored():
             'spec': {'kubeConfig': {'location': '/etc/kc', 'locationType': 'Path'}}}
     profile = {'kind': 'MultiKueueCluster', 'metadata': {'name': 'w4'},
                'spec': {'clusterSource': {'clusterProfileRef': {'name': 'p'}}}}
-    assert b.multikueue_secret_refs([v2, v1, path, profile], 'kueue-system') == {
+    assert r.multikueue_secret_refs([v2, v1, path, profile], 'kueue-system') == {
         ('kueue-system', 'w1-secret'): ['w1', 'w2']}
 
 
@@ -166,10 +167,10 @@ def test_render_and_manifest():
 def test_folder_name_and_image_tag():
     assert b.folder_name('aks prod/1', NOW) == 'aks-prod-1-20250601T120000Z'
     assert b.folder_name(None, NOW) == 'kueue-20250601T120000Z'
-    assert b.image_tag('registry.k8s.io/kueue/kueue:v0.19.2') == 'v0.19.2'
-    assert b.image_tag('localhost:5000/kueue:v0.18.4@sha256:abc') == 'v0.18.4'
-    assert b.image_tag('localhost:5000/kueue') is None
-    assert b.image_tag(None) is None
+    assert r.image_tag('registry.k8s.io/kueue/kueue:v0.19.2') == 'v0.19.2'
+    assert r.image_tag('localhost:5000/kueue:v0.18.4@sha256:abc') == 'v0.18.4'
+    assert r.image_tag('localhost:5000/kueue') is None
+    assert r.image_tag(None) is None
 
 
 # ------------------------------------------------------------ write / verify
@@ -308,8 +309,8 @@ def test_not_a_backup(tmp_path):
 
 # ----------------------------------------------------------------- compare
 def test_compare_names_the_object_and_field():
-    mine = [b.normalise(live_cq('a')), lq('q', 'ns'), rf('gone')]
-    live = [b.normalise(live_cq('a')), lq('q', 'ns', target='other'), rf('new')]
+    mine = [r.normalise(live_cq('a')), lq('q', 'ns'), rf('gone')]
+    live = [r.normalise(live_cq('a')), lq('q', 'ns', target='other'), rf('new')]
     assert b.compare(mine, copy.deepcopy(mine)) == []
     problems = b.compare(mine, live)
     assert problems == [
@@ -333,7 +334,7 @@ def wl(namespace, queue, admitted=False, finished=False, cq=None):
 
 
 def test_workload_counts():
-    counts = b.workload_counts(
+    counts = r.workload_counts(
         [wl('ns', 'q'), wl('ns', 'q'), wl('ns', 'q', admitted=True, cq='team'), wl('ns', 'q', finished=True),
          wl('other', 'lost')],
         [lq('q', 'ns'), lq('idle', 'ns')],
@@ -372,7 +373,7 @@ def test_a_backup_is_compared_at_the_served_version_and_a_field_the_conversion_d
 
 
 def test_snapshot_reads_page_by_page_and_keeps_the_queues_normalised():
-    exporter = b.Exporter(None, 'kueue-system')
+    exporter = r.Exporter(None, 'kueue-system')
     exporter.served = {'ClusterQueue': 'v1beta2', 'LocalQueue': 'v1beta2'}
     live_lq = dict(lq('q', 'ns'), status={'flavorsReservation': [{'name': 'f'}]})
     live_lq['metadata']['managedFields'] = [{'manager': 'kueue', 'subresource': 'status'}]
@@ -380,7 +381,7 @@ def test_snapshot_reads_page_by_page_and_keeps_the_queues_normalised():
     # a snapshot reads the Kueue kinds page by page (whole_lists=False), here one object a page
     exporter.cluster = FakeCluster(collections={cq_path: [live_cq('team'), live_cq('aks-gpu')],
                                                 lq_path: [live_lq, lq('idle', 'ns')]}, page_size=1, whole_lists=False)
-    objects, excluded, queues = b.snapshot(exporter, False, False, True)
+    objects, excluded, queues = r.snapshot(exporter, False, False, True)
     assert exporter.cluster.pages_read == [cq_path, cq_path, lq_path, lq_path]
     assert [o['metadata']['name'] for o in objects['ClusterQueue']] == ['team']
     assert [e['name'] for e in excluded] == ['aks-gpu']
@@ -389,7 +390,7 @@ def test_snapshot_reads_page_by_page_and_keeps_the_queues_normalised():
     assert [o['metadata']['name'] for o in queues['ClusterQueue']] == ['team', 'aks-gpu']
     assert queues['LocalQueue'] == [lq('q', 'ns'), lq('idle', 'ns')]
     assert all('status' not in o and 'managedFields' not in o['metadata'] for k in queues for o in queues[k])
-    counts = b.workload_counts([wl('ns', 'q')], queues['LocalQueue'], queues['ClusterQueue'])
+    counts = r.workload_counts([wl('ns', 'q')], queues['LocalQueue'], queues['ClusterQueue'])
     assert counts['local_queues'][1] == {'namespace': 'ns', 'name': 'q', 'cluster_queue': 'team', 'pending': 1,
                                          'admitted': 0}
     assert [c['name'] for c in counts['cluster_queues']] == ['aks-gpu', 'team']

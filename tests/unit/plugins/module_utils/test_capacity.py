@@ -1,11 +1,11 @@
-"""module_utils/capacity.py: the capacity check (issue 16, item 2) on fakes of its inputs (pure logic)."""
+"""module_utils/capacity/capacity.py: the capacity check (issue 16, item 2) on fakes of its inputs (pure logic)."""
 from decimal import Decimal
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import capacity as c
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
-from ansible_collections.kueueops.aks.plugins.module_utils.report import capacity_lines
+from ansible_collections.kueueops.aks.plugins.module_utils.capacity import capacity as c
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, ModuleFailure
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.report import capacity_lines
 from tests.unit.fakes import FakeCluster
 
 V = "kueue.x-k8s.io/v1beta2"

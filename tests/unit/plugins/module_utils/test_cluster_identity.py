@@ -1,4 +1,4 @@
-"""Unit tests for plugins/module_utils/cluster_identity.py (issue 40): the comparison and the messages (pure logic;
+"""Unit tests for plugins/module_utils/kube/cluster_identity.py (issue 40): the comparison and the messages (pure logic;
 the refusal of another cluster's backup on two real local clusters is in tests/integration/test_fleet.py)."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import cluster_identity as ci
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import cluster_identity as ci
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 from tests.unit.fakes import FakeCluster
 
 A = {'uid': 'uid-a', 'server': 'https://127.0.0.1:6443', 'context': 'ctx-a', 'resource_id': None, 'name': None}

@@ -5,8 +5,8 @@ import yaml
 
 from ansible_collections.kueueops.aks.plugins.doc_fragments import azure_auth as azure_doc
 from ansible_collections.kueueops.aks.plugins.doc_fragments import kube_auth as kube_doc
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import AZURE_AUTH_ARGSPEC
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import KUBE_AUTH_ARGSPEC
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_auth import AZURE_AUTH_ARGSPEC
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import KUBE_AUTH_ARGSPEC
 
 
 @pytest.mark.parametrize('fragment,argspec', [(kube_doc, KUBE_AUTH_ARGSPEC), (azure_doc, AZURE_AUTH_ARGSPEC)])

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/drift.py: the comparisons (pure); the cluster half is tested on the local
+"""Unit tests for plugins/module_utils/drift/drift.py: the comparisons (pure); the cluster half is tested on the local
 control plane (tests/integration/test_drift.py)."""
 
 import base64
@@ -10,8 +10,8 @@ import json
 import pytest
 import yaml
 
-from ansible_collections.kueueops.aks.plugins.module_utils import drift
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.drift import drift
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import REDACTED, KueueOpsError
 
 API = 'kueue.x-k8s.io/v1beta2'
 

@@ -2,7 +2,7 @@ import json
 
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import (
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import (
     KueueOpsError,
     ModuleFailure,
     api_exception_message,
@@ -126,7 +126,7 @@ def test_api_exception_403_escalation():
 
 
 def test_namespace_and_label_key_checks_name_the_field_and_the_fix():
-    from ansible_collections.kueueops.aks.plugins.module_utils.errors import label_key_error, namespace_name_error
+    from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import label_key_error, namespace_name_error
     assert namespace_name_error('team-a', 'namespaces[0]') is None
     for bad in ('Team_A', 'kueue system', '-a', 'a' * 64, '', None):
         msg = namespace_name_error(bad, 'namespaces[0]').message()
@@ -145,7 +145,7 @@ def test_module_failure_carries_fail_json_arguments_as_given():
 
 
 def test_object_name_check_names_the_field_the_kind_and_the_fix():
-    from ansible_collections.kueueops.aks.plugins.module_utils.errors import object_name_error
+    from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import object_name_error
     for good in ('multikueue', 'mk.check-1', 'a' * 253):
         assert object_name_error(good, 'multikueue_admission_check', 'AdmissionCheck') is None, good
     for bad in ('MultiKueue', 'mk_check', '-a', 'a.', 'a' * 254, '', None, 3):

@@ -1,4 +1,4 @@
-"""Pure logic of the managed Kueue extension (module_utils/extension.py) and the Azure connection options."""
+"""Pure logic of the managed Kueue extension (module_utils/azure/extension.py) and the Azure connection options."""
 
 import os
 
@@ -14,14 +14,14 @@ from azure.core.exceptions import (
 from azure.identity import ClientSecretCredential
 
 from ansible_collections.kueueops.aks.plugins.doc_fragments import azure_auth as azure_doc
-from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
-from ansible_collections.kueueops.aks.plugins.module_utils import kubernetes_support
-from ansible_collections.kueueops.aks.plugins.module_utils.azure_auth import (
+from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension as x
+from ansible_collections.kueueops.aks.plugins.module_utils.common import kubernetes_support
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_auth import (
     AZURE_AUTH_ARGSPEC,
     AZURE_CONNECTION_ARGSPEC,
     build_credential,
 )
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 
 SUB = '00000000-0000-0000-0000-000000000001'
 TENANT = '00000000-0000-0000-0000-0000000000aa'

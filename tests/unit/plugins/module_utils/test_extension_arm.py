@@ -1,11 +1,11 @@
-"""module_utils/extension_arm.py: the decisions of kueue_extension on plain values (the ARM-facing proof is
+"""module_utils/azure/extension_arm.py: the decisions of kueue_extension on plain values (the ARM-facing proof is
 tests/integration/test_kueue_extension.py and test_extension_path.py, against the ARM emulator)."""
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import extension_arm as ea
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import KUBE_AUTH_ARGSPEC
+from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension_arm as ea
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, ModuleFailure
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import KUBE_AUTH_ARGSPEC
 
 SECRET = 's3cr3t-protected-value'
 

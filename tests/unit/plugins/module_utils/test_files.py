@@ -1,14 +1,14 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/files.py: private files written atomically."""
+"""Unit tests for plugins/module_utils/common/files.py: private files written atomically."""
 
 import os
 import stat
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import files as x
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.common import files as x
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 
 
 def test_private_file_is_0600_and_atomic(tmp_path):

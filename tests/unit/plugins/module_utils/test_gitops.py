@@ -1,4 +1,4 @@
-"""Unit tests for plugins/module_utils/gitops.py: pause/resume against a fake API (pure logic; the real
+"""Unit tests for plugins/module_utils/backup/gitops.py: pause/resume against a fake API (pure logic; the real
 Flux/Argo CD objects on the local control plane are in tests/integration/test_uninstall_restore.py)."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import stat
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils import gitops as g
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.backup import gitops as g
 
 KS = {'apiVersion': 'kustomize.toolkit.fluxcd.io/v1', 'kind': 'Kustomization', 'name': 'ks', 'namespace': 'flux'}
 HR = {'apiVersion': 'helm.toolkit.fluxcd.io/v2', 'kind': 'HelmRelease', 'name': 'hr', 'namespace': 'flux'}

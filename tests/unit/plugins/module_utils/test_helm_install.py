@@ -1,12 +1,13 @@
-"""module_utils/helm_install.py: the decisions of kueue_helm on plain values, and KueueHelm driven with fakes up to
+"""module_utils/install/helm_install.py: the decisions of kueue_helm on plain values, and KueueHelm driven with fakes up to
 the point where it contacts the cluster (the cluster-facing proof is tests/integration/test_kueue_helm.py)."""
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import helm_install as hi
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError, ModuleFailure
-from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import HelmError
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import REDACTED
+from ansible_collections.kueueops.aks.plugins.module_utils.install import helm_install as hi
+from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_values as hv
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, ModuleFailure
+from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_runner import HelmError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import REDACTED
 from tests.unit.fakes import FakeCluster
 
 
@@ -28,34 +29,34 @@ def test_no_ansible_basic_at_import():
 # ---- inputs, before anything is contacted ------------------------------------
 
 def test_normalize_is_what_helm_records():
-    assert hi.normalize(None) == {}
-    assert hi.normalize({"b": (1, 2), "a": {"c": True}}) == {"a": {"c": True}, "b": [1, 2]}
+    assert hv.normalize(None) == {}
+    assert hv.normalize({"b": (1, 2), "a": {"c": True}}) == {"a": {"c": True}, "b": [1, 2]}
 
 
 def test_values_files_merge_in_order(tmp_path):
     first, second = tmp_path / "a.yml", tmp_path / "b.yml"
     first.write_text("controllerManager:\n  replicas: 1\n  x: keep\n")
     second.write_text("controllerManager:\n  replicas: 2\n")
-    assert hi.load_values_files([str(first), str(second)]) == {"controllerManager": {"replicas": 2, "x": "keep"}}
+    assert hv.load_values_files([str(first), str(second)]) == {"controllerManager": {"replicas": 2, "x": "keep"}}
     empty = tmp_path / "empty.yml"
     empty.write_text("")
-    assert hi.load_values_files([str(empty)]) == {}
+    assert hv.load_values_files([str(empty)]) == {}
 
 
 def test_values_files_refused(tmp_path):
     with pytest.raises(KueueOpsError) as err:
-        hi.load_values_files([str(tmp_path / "absent.yml")])
+        hv.load_values_files([str(tmp_path / "absent.yml")])
     assert err.value.message() == ("values_files: values file %s does not exist. Fix: give a path on the controller."
                                    % (tmp_path / "absent.yml"))
     bad = tmp_path / "bad.yml"
     bad.write_text("a: [\n")
     with pytest.raises(KueueOpsError) as err:
-        hi.load_values_files([str(bad)])
+        hv.load_values_files([str(bad)])
     assert err.value.field == "values_files" and "cannot read values file %s" % bad in err.value.problem
     listed = tmp_path / "list.yml"
     listed.write_text("- a\n")
     with pytest.raises(KueueOpsError) as err:
-        hi.load_values_files([str(listed)])
+        hv.load_values_files([str(listed)])
     assert "is not a mapping (it holds a list)" in err.value.problem
 
 
@@ -126,13 +127,13 @@ def test_local_chart_version():
 
 
 def test_check_catalog():
-    hi.check_catalog("0.14.2", {"TopologyAwareScheduling": True}, ["batch/job"])
-    hi.check_catalog("9.9.9", {"Bogus": True}, ["nope/x"])  # a version the catalog does not know: helm decides
+    hv.check_catalog("0.14.2", {"TopologyAwareScheduling": True}, ["batch/job"])
+    hv.check_catalog("9.9.9", {"Bogus": True}, ["nope/x"])  # a version the catalog does not know: helm decides
     with pytest.raises(KueueOpsError) as err:
-        hi.check_catalog("0.14.2", {"Bogus": True}, None)
+        hv.check_catalog("0.14.2", {"Bogus": True}, None)
     assert err.value.field == "feature_gates" and "unknown feature gate 'Bogus'" in err.value.problem
     with pytest.raises(KueueOpsError) as err:
-        hi.check_catalog("0.14.2", None, ["nope/x"])
+        hv.check_catalog("0.14.2", None, ["nope/x"])
     assert err.value.field == "integrations" and "unknown integration framework 'nope/x'" in err.value.problem
 
 

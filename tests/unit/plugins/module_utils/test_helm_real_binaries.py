@@ -12,9 +12,9 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.kueueops.aks.plugins.module_utils import helm_runner as hr
-from ansible_collections.kueueops.aks.plugins.module_utils import helm_values as hv
-from ansible_collections.kueueops.aks.plugins.module_utils import manager_config as mc
+from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_runner as hr
+from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_values as hv
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import manager_config as mc
 from tests.prerequisites import kueue_module, kueue_module_reason, require, toolchain
 from tests.unit.plugins.module_utils.test_helm_values import SEED_FRAMEWORKS, SEED_GATES
 

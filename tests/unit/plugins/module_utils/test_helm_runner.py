@@ -6,9 +6,9 @@ import stat
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import helm_runner as hr
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import REDACTED, KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import resolve_kube_options
+from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_runner as hr
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import REDACTED, KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import resolve_kube_options
 
 
 class FakeRun:

@@ -1,13 +1,13 @@
 # Copyright: (c) 2026, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/helm_storage.py: Helm's release records as the API returns its Secrets (the
+"""Unit tests for plugins/module_utils/helm/helm_storage.py: Helm's release records as the API returns its Secrets (the
 real ones, written by the real helm, are read in tests/integration: test_kueue_helm, test_extension_path)."""
 
 import base64
 import gzip
 import json
 
-from ansible_collections.kueueops.aks.plugins.module_utils import helm_storage
+from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_storage
 from tests.unit.fakes import FakeCluster
 
 SECRETS = "/api/v1/namespaces/kueue-system/secrets"

@@ -3,9 +3,9 @@
 import pytest
 import yaml
 
-from ansible_collections.kueueops.aks.plugins.module_utils import helm_values as hv
-from ansible_collections.kueueops.aks.plugins.module_utils import manager_config as mc
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_values as hv
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import manager_config as mc
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 
 SEED_GATES = {"TopologyAwareScheduling": True, "LocalQueueMetrics": True}
 SEED_FRAMEWORKS = [

@@ -1,9 +1,9 @@
-"""Pure detection logic of kueue_info (module_utils/install_method.py): which Helm release of Kueue is the AKS
+"""Pure detection logic of kueue_info (module_utils/kueue/install_method.py): which Helm release of Kueue is the AKS
 managed extension's own, from the cluster alone."""
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import install_method as im
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import install_method as im
 
 NS = 'kueue-system'
 

@@ -9,10 +9,10 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from kubernetes.client.exceptions import ApiException
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kube_client
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import kube_client
 from tests.unit.plugins.module_utils.test_module import exit_of, output_profile, patch_module_args  # noqa: F401
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import (
     KUBE_AUTH_ARGSPEC,
     REDACTED,
     build_api_client,

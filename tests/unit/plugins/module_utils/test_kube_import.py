@@ -1,4 +1,4 @@
-"""module_utils/kube_import.py: the one import of the kubernetes client, lazy on kubernetes < 37.
+"""module_utils/kube/kube_import.py: the one import of the kubernetes client, lazy on kubernetes < 37.
 
 Each case runs in a fresh interpreter (the unit tests' own process imported kubernetes long ago), with the
 collection on sys.path as tests/unit/conftest.py puts it.
@@ -11,10 +11,10 @@ import textwrap
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kube_import
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import kube_import
 
-# .../collections/ansible_collections/kueueops/aks/plugins/module_utils/kube_import.py -> .../collections
-COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(kube_import.__file__), *[os.pardir] * 5))
+# .../collections/ansible_collections/kueueops/aks/plugins/module_utils/kube/kube_import.py -> .../collections
+COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(kube_import.__file__), *[os.pardir] * 6))
 KUBERNETES_VERSION = tuple(int(p) for p in __import__('kubernetes').__version__.split('.')[:1])
 
 
@@ -27,7 +27,7 @@ def fresh(code, extra_path=None):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-IMPORT = "from ansible_collections.kueueops.aks.plugins.module_utils import kube_import as ki\n"
+IMPORT = "from ansible_collections.kueueops.aks.plugins.module_utils.kube import kube_import as ki\n"
 
 
 # A skip about the platform, not a missing artifact (tests/prerequisites.py): kube_import's laziness exists only on

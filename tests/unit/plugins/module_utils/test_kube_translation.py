@@ -11,9 +11,9 @@ import yaml
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.kueueops.aks.plugins.module_utils import helm_runner as hr
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_client import (
+from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_runner as hr
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import (
     KUBE_AUTH_ARGSPEC,
     build_api_client,
     bypasses_proxy,

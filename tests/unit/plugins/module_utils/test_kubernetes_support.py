@@ -1,9 +1,10 @@
-"""The supported and tested Kubernetes minors, stated once (issue 45): module_utils/kubernetes_support.py, which the
+"""The supported and tested Kubernetes minors, stated once (issue 45): module_utils/common/kubernetes_support.py, which the
 extension's preflight and kueue_helm use, says what hack/versions.env gives CI."""
 import os
 import re
 
-from ansible_collections.kueueops.aks.plugins.module_utils import extension, kubernetes_support as ks
+from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension
+from ansible_collections.kueueops.aks.plugins.module_utils.common import kubernetes_support as ks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 

@@ -1,10 +1,10 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/kueue_api.py: the one model of Kueue's kinds (no cluster)."""
+"""Unit tests for plugins/module_utils/kueue/kueue_api.py: the one model of Kueue's kinds (no cluster)."""
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
 
 
 def test_dependency_order_puts_what_an_object_names_before_it():

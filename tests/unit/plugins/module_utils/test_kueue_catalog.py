@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog as cat
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog as cat
 from tests.prerequisites import kueue_module, kueue_module_reason, require
 from tests.unit.plugins.module_utils.test_helm_values import SEED_FRAMEWORKS, SEED_GATES
 
@@ -229,7 +229,7 @@ def test_gate_min_patch_consistent_with_0_18_4_source():
 
 
 def test_problems_fix_says_what_to_change_for_each_kind_of_problem():
-    from ansible_collections.kueueops.aks.plugins.module_utils.kueue_catalog import (
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_catalog import (
         problems_fix, validate_feature_gates, validate_integrations)
     unknown = validate_feature_gates("0.19.2", {"NoSuchGate": True})
     assert problems_fix("0.19.2", unknown) == "use names that Kueue 0.19.2 knows"

@@ -1,13 +1,13 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/kueue_catalog_data.py: data only, exactly what hack/gen_kueue_catalog.py
+"""Unit tests for plugins/module_utils/kueue/kueue_catalog_data.py: data only, exactly what hack/gen_kueue_catalog.py
 writes (what the records mean is tested with the logic, in test_kueue_catalog.py)."""
 
 import importlib.util
 import os
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog as cat
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog_data as data
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog as cat
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog_data as data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 GEN = os.path.join(ROOT, "hack", "gen_kueue_catalog.py")

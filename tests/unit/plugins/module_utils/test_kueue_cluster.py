@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_cluster as kc
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import kueue_cluster as kc
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
 
 
 class Configuration:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_crds as kc
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_crds as kc
 from tests.unit.fakes import FakeCluster
 from tests.unit.plugins.module_utils.test_storage_migration import crd
 

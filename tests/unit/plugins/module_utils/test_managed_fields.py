@@ -4,7 +4,7 @@ tests/integration/test_fast_path.py."""
 
 import copy
 
-from ansible_collections.kueueops.aks.plugins.module_utils import managed_fields as mf
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import managed_fields as mf
 
 V = 'kueue.x-k8s.io/v1beta2'
 

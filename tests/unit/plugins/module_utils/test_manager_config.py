@@ -1,12 +1,12 @@
 # Copyright: (c) 2026, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/manager_config.py: the gates and integrations a running manager uses, read from
+"""Unit tests for plugins/module_utils/kueue/manager_config.py: the gates and integrations a running manager uses, read from
 its container args and ConfigMap (rendered then read back: test_helm_values.test_roundtrip_render_then_read_back;
 against a real manager: tests/integration/test_kueue_helm.py)."""
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import manager_config as mc
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import manager_config as mc
 
 
 def test_effective_from_deployment():

@@ -1,6 +1,6 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/module.py, KueueOpsModule: a real AnsibleModule given its arguments as
+"""Unit tests for plugins/module_utils/kube/module.py, KueueOpsModule: a real AnsibleModule given its arguments as
 ansible-playbook would, its exit read from what it prints (the modules' own runs are in tests/integration)."""
 
 import contextlib
@@ -11,9 +11,9 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
-from ansible_collections.kueueops.aks.plugins.module_utils.module import KueueOpsModule, ModuleRun
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule, ModuleRun
 
 try:
     from ansible.module_utils.testing import patch_module_args  # ansible-core 2.19 and later

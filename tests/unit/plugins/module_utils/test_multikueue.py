@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/multikueue.py (no cluster): the worker kubeconfig check, the generated
+"""Unit tests for plugins/module_utils/kueue/multikueue.py (no cluster): the worker kubeconfig check, the generated
 wiring, the ClusterQueues' AdmissionCheck, the option's refusals, ownership."""
 
 import copy
@@ -8,9 +8,9 @@ import copy
 import pytest
 import yaml
 
-from ansible_collections.kueueops.aks.plugins.module_utils import multikueue as mk
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
-from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import multikueue as mk
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q
 
 TOKEN = 'mk-unit-token-0123456789'
 V2 = dict((k, 'v1beta2') for k in api.KIND_ORDER)
@@ -255,7 +255,7 @@ def test_owned_and_summary():
 
 # ------------------------------------------------------------------ the preflight (issue 44)
 def test_every_watched_integration_is_a_framework_kueue_registers():
-    from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog
     frameworks = set(kueue_catalog.catalog_for('0.19.2').frameworks)
     assert set(mk.WATCHED_KINDS) <= frameworks
     # the two frameworks of 0.19.2 without a MultiKueueAdapter watch nothing on a worker
@@ -296,7 +296,7 @@ def test_the_workload_api_version_is_refused_and_a_minor_skew_warned():
 
 def test_every_framework_of_every_catalog_minor_is_known_to_the_table():
     """A Kueue minor that registers a new framework must say here whether MultiKueue watches a kind for it."""
-    from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog
     known = set(mk.WATCHED_KINDS) | set(mk.WITHOUT_ADAPTER)
     for minor in kueue_catalog.known_minors():
         assert set(kueue_catalog.catalog_for(minor + '.0').frameworks) <= known, minor

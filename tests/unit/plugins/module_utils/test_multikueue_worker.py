@@ -1,4 +1,4 @@
-"""Unit tests for plugins/module_utils/multikueue_worker.py: the pure logic of kueue_multikueue_worker (the worker's
+"""Unit tests for plugins/module_utils/multikueue/multikueue_worker.py: the pure logic of kueue_multikueue_worker (the worker's
 ClusterRole against Kueue's own script, input checks, the CA choice, the kubeconfig, the reuse rule). The cluster
 part is tested on the local control plane by tests/integration/test_kueue_multikueue_worker.py."""
 from __future__ import annotations
@@ -12,8 +12,9 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.kueueops.aks.plugins.module_utils import multikueue, multikueue_worker as mw
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import multikueue
+from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import multikueue_worker as mw
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 from tests.unit.fakes import FakeCluster
 
 # Kueue's site/static/examples/multikueue/create-multikueue-kubeconfig.sh at tag v0.19.2, byte for byte (Apache-2.0,
@@ -158,7 +159,7 @@ def test_the_kubeconfig_is_one_token_user_kueue_accepts():
 
 
 def test_a_kubeconfig_kueue_refuses_is_caught():
-    """The kubeconfig check above (module_utils/multikueue.py, the one owner of Kueue's rules) can fail."""
+    """The kubeconfig check above (module_utils/kueue/multikueue.py, the one owner of Kueue's rules) can fail."""
     config = mw.build_kubeconfig("c", "https://w1.example.com", "Q0E=", "mk", "t")
     config["users"][0]["user"] = {"exec": {"command": "kubelogin"}}
     config["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
@@ -274,7 +275,7 @@ def test_the_cluster_role_lets_the_manager_watch_every_kind_it_watches():
     """Issue 44: the manager watches the kind of each of its integrations on every worker; a kind the ClusterRole does
     not let it list and watch keeps the worker inactive (forbidden). Kueue's script of v0.19.2 omits TrainJob (a chart
     default) and JAXJob: they come after its rules, which stay first and unchanged."""
-    from ansible_collections.kueueops.aks.plugins.module_utils.multikueue import WATCHED_KINDS
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue.multikueue import WATCHED_KINDS
     assert mw.CLUSTER_ROLE_RULES[:len(mw.WORKER_RULES)] == mw.WORKER_RULES
     for api_version, _kind, resource in WATCHED_KINDS.values():
         group = api_version.rsplit('/', 1)[0] if '/' in api_version else ''

@@ -1,15 +1,15 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/queues.py (no cluster)."""
+"""Unit tests for plugins/module_utils/kueue/queues.py (no cluster)."""
 
 import copy
 from decimal import Decimal
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_api as api
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog
-from ansible_collections.kueueops.aks.plugins.module_utils import queues as q
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q
 
 V2 = dict((k, 'v1beta2') for k in api.KIND_ORDER)
 V1 = dict((k, 'v1beta1') for k in api.KIND_ORDER)

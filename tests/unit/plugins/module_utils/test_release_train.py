@@ -2,9 +2,9 @@
 the catalog's broken patches are set per test (the real ones are checked in test_kueue_catalog)."""
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog as catalog
-from ansible_collections.kueueops.aks.plugins.module_utils import release_train as rt
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog as catalog
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import release_train as rt
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 
 NEWEST = catalog.known_minors()[-1]
 

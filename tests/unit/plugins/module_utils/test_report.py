@@ -1,11 +1,11 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/report.py, the status report renderer: pure logic (its filter,
+"""Unit tests for plugins/module_utils/kueue/report.py, the status report renderer: pure logic (its filter,
 kueue_status_report, is tested in tests/unit/plugins/filter)."""
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import report
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import report
 
 RESULT = {
     'ok': False, 'version': 'v0.19.2', 'install_method': 'helm', 'failed_checks': ['webhook-roundtrip'],

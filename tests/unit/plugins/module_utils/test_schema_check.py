@@ -1,7 +1,7 @@
 """schema_check.py: a declared object against the schema of the CRD version the cluster serves."""
 from __future__ import annotations
 
-from ansible_collections.kueueops.aks.plugins.module_utils import schema_check
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import schema_check
 
 SCHEMA = {"type": "object", "properties": {
     "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import server_errors as se
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import server_errors as se
 from tests.unit.data import kueue_rules_data
 
 CQ = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "team"},

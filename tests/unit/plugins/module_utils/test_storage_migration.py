@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import storage_migration as sm
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_cluster import path
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue_crds import storage_version
+from ansible_collections.kueueops.aks.plugins.module_utils.upgrade import storage_migration as sm
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import path
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_crds import storage_version
 from tests.unit.fakes import FakeCluster
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

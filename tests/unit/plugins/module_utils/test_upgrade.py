@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog as cat
-from ansible_collections.kueueops.aks.plugins.module_utils import queues, upgrade
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog as cat
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues
+from ansible_collections.kueueops.aks.plugins.module_utils.upgrade import upgrade
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 
 LOCAL = {"0.15": "0.15.0", "0.17": "0.17.0", "0.18": "0.18.4", "0.19": "0.19.2"}  # what the harness registry holds
 
@@ -173,7 +174,7 @@ def test_019_to_021_migrates_and_trims_before_the_hop_and_lists_both_minors():
 
 
 def test_020s_broken_patches_are_never_a_hop():
-    from ansible_collections.kueueops.aks.plugins.module_utils import release_train
+    from ansible_collections.kueueops.aks.plugins.module_utils.kueue import release_train
     assert release_train.broken("0.20.5") is not None and release_train.broken("0.20.6") is None
     assert release_train.good(["0.20.5-aks.0.4.4", "0.20.6-aks.0.4.4"], minor="0.20") == ["0.20.6-aks.0.4.4"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import upgrade_run
+from ansible_collections.kueueops.aks.plugins.module_utils.upgrade import upgrade_run
 
 
 def params(**extra):

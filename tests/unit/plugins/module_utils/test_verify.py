@@ -1,7 +1,7 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/verify.py: pure logic on objects as the API returns them (camelCase JSON
-dicts, what the cluster layer module_utils/kueue_cluster.py gives), read through a fake Cluster (the check against
+"""Unit tests for plugins/module_utils/verify/verify.py: pure logic on objects as the API returns them (camelCase JSON
+dicts, what the cluster layer module_utils/kube/kueue_cluster.py gives), read through a fake Cluster (the check against
 the real aggregator is tests/reliability/test_faults.py)."""
 
 import base64
@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import verify
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.verify import verify
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
 from tests.unit.fakes import FakeCluster
 
 APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
@@ -316,7 +316,7 @@ def test_wait_for_change_watches_the_deployments_from_the_lists_version():
     cluster = FakeCluster({deployments: []}, resource_version="42",
                           watches=[{"type": "MODIFIED", "object": {}}, {"type": "MODIFIED", "object": {}}])
     verifier_on(cluster)._wait_for_change(7.5)
-    # The watch is what is left of the 7.5 s once the LIST answered (module_utils/wait.py's Deadline).
+    # The watch is what is left of the 7.5 s once the LIST answered (module_utils/kube/wait.py's Deadline).
     (listed, watched) = cluster.calls
     assert listed == ("list", deployments, {}) and watched[:2] == ("watch", deployments)
     assert watched[2]["resourceVersion"] == "42"
@@ -551,7 +551,7 @@ def _jwt(claims):
 
 
 def test_jwt_expiry_reads_exp_without_verifying_and_refuses_what_is_not_a_jwt():
-    from ansible_collections.kueueops.aks.plugins.module_utils.verify import jwt_expiry
+    from ansible_collections.kueueops.aks.plugins.module_utils.verify.verify import jwt_expiry
     assert jwt_expiry(_jwt({"exp": 1800000000, "sub": "x"})) == 1800000000
     assert jwt_expiry(_jwt({"sub": "legacy"})) is None
     assert jwt_expiry(_jwt({"exp": True})) is None
@@ -562,7 +562,7 @@ def test_multikueue_token_expiry_warns_inside_the_horizon_and_masks_the_token():
     """Issue 40: status.yml's token report, on the Secrets a manager holds (a fake read; the real wiring is in
     tests/integration/test_multikueue.py)."""
     import base64 as _b64
-    from ansible_collections.kueueops.aks.plugins.module_utils.verify import multikueue_token_expiry
+    from ansible_collections.kueueops.aks.plugins.module_utils.verify.verify import multikueue_token_expiry
     now = 1_800_000_000
     soon, later = _jwt({"exp": now + 3 * 86400}), _jwt({"exp": now + 20 * 86400})
 
@@ -590,7 +590,7 @@ def test_multikueue_token_expiry_warns_inside_the_horizon_and_masks_the_token():
 
 
 def test_kubeconfig_tokens_reads_the_users_tokens_and_nothing_from_what_is_not_yaml():
-    from ansible_collections.kueueops.aks.plugins.module_utils.verify import kubeconfig_tokens
+    from ansible_collections.kueueops.aks.plugins.module_utils.verify.verify import kubeconfig_tokens
     text = "users:\n- name: a\n  user: {token: t1}\n- name: b\n  user: {client-certificate-data: x}\n"
     assert kubeconfig_tokens(text) == ["t1"]
     assert kubeconfig_tokens("this: [is not yaml") == [] and kubeconfig_tokens("- a list") == []
@@ -598,7 +598,7 @@ def test_kubeconfig_tokens_reads_the_users_tokens_and_nothing_from_what_is_not_y
 
 def test_a_worker_missing_a_kind_fails_a_check_that_ends_the_wait():
     """Issue 44: ClientConnectionFailed on a missing kind cannot heal; the check says so (final) and how to fix it."""
-    from ansible_collections.kueueops.aks.plugins.module_utils.verify import multikueue_cluster_check
+    from ansible_collections.kueueops.aks.plugins.module_utils.verify.verify import multikueue_cluster_check
     obj = {'status': {'conditions': [{'type': 'Active', 'status': 'False', 'reason': 'ClientConnectionFailed',
                                       'message': 'no matches for kind "JobSet" in version "jobset.x-k8s.io/v1alpha2"'}]}}
     check, summary = multikueue_cluster_check('w1', obj, 'cfg')

@@ -1,14 +1,15 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/versions.py, the one version parser, and for its four readers."""
+"""Unit tests for plugins/module_utils/common/versions.py, the one version parser, and for its four readers."""
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import extension as x
-from ansible_collections.kueueops.aks.plugins.module_utils import kubernetes_support
-from ansible_collections.kueueops.aks.plugins.module_utils import kueue_catalog, versions
-from ansible_collections.kueueops.aks.plugins.module_utils.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.helm_runner import HelmRunner
+from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension as x
+from ansible_collections.kueueops.aks.plugins.module_utils.common import kubernetes_support
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog
+from ansible_collections.kueueops.aks.plugins.module_utils.common import versions
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_runner import HelmRunner
 
 
 @pytest.mark.parametrize('text,parsed', [

@@ -1,12 +1,12 @@
 # Copyright: (c) 2025, kueueops contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/wait.py: the loops' logic on a fake clock and a scripted cluster (the
+"""Unit tests for plugins/module_utils/kube/wait.py: the loops' logic on a fake clock and a scripted cluster (the
 waits themselves run on the real API server in the integration tests and the fault drills)."""
 
 import pytest
 
-from ansible_collections.kueueops.aks.plugins.module_utils import wait
-from ansible_collections.kueueops.aks.plugins.module_utils.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import wait
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
 from tests.unit.fakes import Answers, FakeCluster, Pages, Stream
 
 

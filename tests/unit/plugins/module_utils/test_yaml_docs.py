@@ -9,7 +9,9 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.kueueops.aks.plugins.module_utils import backup, yaml_docs
+from ansible_collections.kueueops.aks.plugins.module_utils.backup import backup
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import reader
+from ansible_collections.kueueops.aks.plugins.module_utils.common import yaml_docs
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
@@ -35,7 +37,7 @@ def test_same_objects_as_the_pure_python_loader_on_awkward_scalars_and_a_backup_
                                       "- x", "#c", "'q'", '"d"', "multi\nline\n", "  lead", "trail  ", "12:30"])]
     text = backup.dump_objects("ResourceFlavor", "kueue.x-k8s.io/v1beta2", objects).decode("utf-8")
     assert [d for d in yaml_docs.load_all(text) if d] == list(yaml.safe_load_all(text)) == \
-        backup.sort_objects(objects)
+        reader.sort_objects(objects)
     assert yaml_docs.load_all("---\n---\na: 1\n") == [None, {"a": 1}]
 
 

@@ -1,0 +1,852 @@
+# Copyright: (c) 2025, kueueops contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The apply engine of kueue_queues, on a ``kubernetes.client.ApiClient``.
+
+One run:
+
+1. discovery: which version of each Kueue kind the cluster serves (v1beta2 first);
+2. one LIST per kind (all namespaces for LocalQueues) and of Namespaces: the
+   live state every cross-reference, prune and diff decision uses;
+3. normalisation and cross-reference validation (``queues.validate``);
+4. a server-side apply dry-run (``dryRun=All``, ``fieldValidation=Strict``) of
+   EVERY object, so the CRD schema, CEL rules and Kueue's webhooks judge all of
+   them; every failure is collected and nothing is written if there is one;
+5. the dry-run result is compared with the live object to decide
+   created/updated/unchanged (``queues.apply_changes``); unchanged objects are not
+   written at all, so an idempotent run makes no write request;
+6. apply in dependency order, concurrently within a kind (one shared ApiClient:
+   its urllib3 PoolManager is thread-safe and the pool is sized to the workers);
+7. prune, in reverse order; 8. wait for ``Active=True`` with watches.
+
+Everything raises ``KueueOpsError`` / ``QueueProblems``; nothing is meant to
+escape as a traceback.
+"""
+
+import copy
+import json
+import re
+
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import cluster_identity
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, api_exception_message
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import describe_kube_error
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import admission_checks, managed_fields, multikueue
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q
+from ansible_collections.kueueops.aks.plugins.module_utils.kube import server_errors
+
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import is_unreachable, never_sent, path
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.declared import (
+    QueueProblems, configuration_of, load_declared, normalise_declared, scrub_problems)
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.reader import KueueReader
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.wait import Deadline, poll_until, watch_until
+
+DRAIN_MANAGER = 'kueueops-drain'
+DELETE_WAIT = 15.0  # seconds a run waits for the objects it deleted to be gone (then it warns)
+LIST_OVER = 50  # wait_gone reads a kind with more deleted objects left than this with a LIST, not a GET each
+_FIELD_RE = re.compile(r'((?:spec|metadata)(?:\.[A-Za-z0-9_]+(?:\[[^\]]*\])*)+)')
+
+
+def _status_body(exc):
+    body = getattr(exc, 'body', None)
+    if isinstance(body, bytes):
+        body = body.decode('utf-8', 'replace')
+    try:
+        data = json.loads(body) if body else None
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def problems_from_api_error(exc, label, obj=None):
+    """Problems (one per field the API server names) for a failed request on ``label``: the refusals of the
+    schema, of Kueue's CEL rules and webhooks and of server-side apply's typed patch, translated by
+    server_errors into field path, plain words and fix (``obj`` is what was sent: it turns the server's paths
+    back into the declared object's)."""
+    if not isinstance(exc, ApiException):
+        return [q.Problem(label, None, '%s: %s' % (type(exc).__name__, exc))]
+    data = _status_body(exc) or {}
+    message = str(data.get('message') or api_exception_message(exc))
+    if exc.status == 403 and 'admission webhook' not in message:  # "permission denied: cannot <verb> ...", as everywhere
+        return [q.Problem(label, None, api_exception_message(exc))]
+    causes = (data.get('details') or {}).get('causes') or []
+    if exc.status == 409 and causes and any(c.get('reason') == 'FieldManagerConflict' for c in causes):
+        return [q.Problem(label, (c.get('field') or '').lstrip('.') or None, c.get('message') or 'conflict',
+                          'set force: true to take the field over from that manager') for c in causes]
+    obj = obj if isinstance(obj, dict) else {}
+    kind_label = '%s %s' % (obj.get('apiVersion') or api.GROUP, obj.get('kind') or 'object')
+    found = server_errors.typed_patch(message, obj, kind_label) or server_errors.webhook(message, obj)
+    if not found:
+        real = [c for c in causes if 'some validation rules were not checked' not in (c.get('message') or '')]
+        found = [server_errors.cause(c.get('field'), c.get('message') or c.get('reason') or message, obj)
+                 for c in real or causes]
+    if found:
+        return [q.Problem(label, field, text, fix) for field, text, fix in found]
+    match = _FIELD_RE.search(message)
+    return [q.Problem(label, match.group(1) if match else None, 'refused by the API server: %s' % message,
+                      'correct the object as the API server says')]
+
+
+class Unreachable(Exception):
+    """Raised by ``apply_kind`` when some writes got no answer: ``stored`` holds those that were
+    confirmed, ``unconfirmed`` the keys whose request broke (written or not, nobody knows)."""
+
+    def __init__(self, cause, stored, unconfirmed):
+        super().__init__(str(cause))
+        self.cause = cause
+        self.stored = stored
+        self.unconfirmed = unconfirmed
+
+
+class ApplyInterrupted(KueueOpsError):
+    """The API server stopped answering after this run began writing. ``applied`` lists what was
+    written (each with its action), ``unconfirmed`` the writes in flight when it happened."""
+
+    SHOWN = 5
+
+    def failure_result(self):
+        """What a failed module returns besides the message: what was written (KueueOpsModule.run)."""
+        return {'applied': self.applied, 'unconfirmed': self.unconfirmed,
+                'changed': bool(self.applied or self.unconfirmed)}
+
+    def __init__(self, stage, cause, host, applied, total, unconfirmed=(), held_cqs=()):
+        self.stage = stage
+        self.applied = list(applied)
+        self.total = total
+        self.unconfirmed = list(unconfirmed)
+        self.held_cqs = list(held_cqs)
+        reason = describe_kube_error(cause, host=host).problem
+        parts = ['the API server stopped answering during %s (%s)' % (stage, reason)]
+        parts.append('%d of the %d write(s) this run had to make were done before that%s' % (
+            len(self.applied), total, (': ' + self._summary(self.applied)) if self.applied else ''))
+        if self.unconfirmed:
+            parts.append('%d more were in flight and may or may not have been written: %s' % (
+                len(self.unconfirmed), self._summary(self.unconfirmed)))
+        parts.append('nothing else was written (the result\'s applied list names every object written)')
+        if self.held_cqs:
+            parts.append('ClusterQueue(s) %s were left with stopPolicy Hold by hold_admission until the re-run '
+                         'releases them' % ', '.join(self._names(self.held_cqs)))
+        super().__init__('; '.join(parts), field='host',
+                         fix='re-run the same configuration once the API server answers: it converges, writing only '
+                             'what is missing or different')
+
+    @classmethod
+    def _names(cls, names):
+        names = list(names)
+        shown = names[:cls.SHOWN]
+        more = len(names) - len(shown)
+        return shown + (['and %d more' % more] if more > 0 else [])
+
+    @classmethod
+    def _summary(cls, refs):
+        """'ClusterQueue x120 (cq-000, cq-001, ... and 115 more), LocalQueue x3 (team-a/q, ...)'."""
+        by_kind = {}
+        for ref in refs:
+            name = ('%s/%s' % (ref['namespace'], ref['name'])) if ref.get('namespace') else ref['name']
+            by_kind.setdefault(ref['kind'], []).append(name)
+        order = ['Namespace'] + list(api.KIND_ORDER)
+        kinds = sorted(by_kind, key=lambda k: order.index(k) if k in order else len(order))
+        return ', '.join('%s x%d (%s)' % (kind, len(by_kind[kind]), ', '.join(cls._names(by_kind[kind])))
+                         for kind in kinds)
+
+
+class ConcurrentChange(Exception):
+    """An object changed between this run's read and its write, to something else than this run wants."""
+
+
+def is_stale_write(exc):
+    """A 409 from the resourceVersion precondition (not a field manager conflict)."""
+    if not isinstance(exc, ApiException) or exc.status != 409:
+        return False
+    data = _status_body(exc) or {}
+    causes = (data.get('details') or {}).get('causes') or []
+    if any(c.get('reason') == 'FieldManagerConflict' for c in causes):
+        return False
+    return 'has been modified' in str(data.get('message') or '') or data.get('reason') == 'Conflict'
+
+
+class QueueEngine(KueueReader):
+    """Server-side apply of a Kueue configuration; see the module docstring. Reads through KueueReader."""
+
+    def __init__(self, api_client, manager=q.FIELD_MANAGER, workers=8, log=None):
+        super().__init__(api_client, workers=workers, log=log)
+        self.manager = manager
+        self.checked_queues = False  # some ClusterQueue of the input has AdmissionChecks (wait_active)
+        self.wait_stopped = []  # the queues whose cause cannot heal, at which the last wait_active ended
+
+    # ------------------------------------------------------------ writes
+    def server_apply(self, obj, dry_run=False, force=False, manager=None):
+        """Server-side apply of ``obj``; returns the object as stored (or as it would be)."""
+        kind, namespace, name = api.obj_key(obj)
+        if kind == 'Secret':
+            api_path = path('v1', 'secrets', namespace, name)
+        else:
+            api_path = path(obj['apiVersion'], api.PLURALS[kind], namespace or None, name)
+        return self.cluster.apply(api_path, obj, manager or self.manager, force=force, dry_run=dry_run,
+                                  fieldValidation='Strict')
+
+    def dry_run_create_elsewhere(self, obj, namespace):
+        """Dry-run create of a LocalQueue under a generated name in an existing namespace:
+        validates its content when its own namespace does not exist yet."""
+        body = copy.deepcopy(obj)
+        meta = body['metadata']
+        meta['generateName'] = meta.pop('name')[:40] + '-'
+        meta['namespace'] = namespace
+        return self.cluster.create(path(obj['apiVersion'], api.PLURALS[obj['kind']], namespace), body, dryRun='All',
+                                   fieldManager=self.manager, fieldValidation='Strict')
+
+    def delete(self, key, dry_run=False):
+        kind, namespace, name = key
+        return self.cluster.delete(self._path(kind, namespace, name), propagationPolicy='Background',
+                                   dryRun='All' if dry_run else None)
+
+    def create_namespace(self, name):
+        body = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': name}}
+        try:
+            self.cluster.create(path('v1', 'namespaces'), body, fieldManager=self.manager)
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+        return True
+
+    # ------------------------------------------------------------- phases
+    def dry_run_all(self, objects, live, namespaces, force=False, hold=False):
+        """Dry-run every object; returns ({key: dry-run result or None}, [problems])."""
+        substitute = None
+        for candidate in ('default', 'kube-system'):
+            if candidate in namespaces:
+                substitute = candidate
+                break
+        if substitute is None and namespaces:
+            substitute = sorted(namespaces)[0]
+
+        def run(obj):
+            key = api.obj_key(obj)
+            if obj['kind'] == 'LocalQueue' and key[1] not in namespaces:
+                if substitute is None:
+                    return None
+                self.dry_run_create_elsewhere(obj, substitute)
+                return None
+            result = self.server_apply(obj, dry_run=True, force=force)
+            if hold and obj['kind'] == 'ClusterQueue':
+                self.server_apply(held(obj), dry_run=True, force=force)
+            return result
+
+        results = {}
+        problems = []
+        unreachable = []
+        for obj, result, exc in self._map(run, objects):
+            if exc is not None and is_unreachable(exc):
+                unreachable.append((obj, exc))
+            elif exc is not None:
+                problems.extend(problems_from_api_error(exc, api.obj_label(obj), obj))
+            else:
+                results[api.obj_key(obj)] = result
+        if unreachable:
+            raise Unreachable(unreachable[0][1], {}, [api.obj_key(o) for o, _e in unreachable])
+        return results, problems
+
+    def apply_kind(self, objects, force=False, expected=None):
+        """Apply ``objects`` (one kind) concurrently; returns ({key: stored}, [problems]).
+
+        ``expected`` maps keys to the object as this run read (and validated) it: its
+        resourceVersion is sent as an optimistic lock, so a write by someone else in between
+        (another run of this module, with another configuration) is never silently overwritten.
+        See ``_apply_locked``.
+        """
+        expected = expected or {}
+
+        def apply(obj):
+            key = api.obj_key(obj)
+            if key not in expected:
+                return self.server_apply(obj, force=force)
+            return self._apply_locked(obj, expected[key], force)
+
+        stored = {}
+        problems = []
+        unconfirmed = []
+        cause = None
+        for obj, result, exc in self._map(apply, objects):
+            if isinstance(exc, ConcurrentChange):
+                problems.append(q.Problem(api.obj_label(obj), None, str(exc)))
+            elif exc is not None and is_unreachable(exc):
+                if not never_sent(exc):
+                    unconfirmed.append(api.obj_key(obj))
+                cause = cause or exc
+            elif exc is not None:
+                problems.extend(problems_from_api_error(exc, api.obj_label(obj), obj))
+            else:
+                stored[api.obj_key(obj)] = result
+        if cause is not None:
+            raise Unreachable(cause, stored, unconfirmed)
+        return stored, problems
+
+    def _apply_locked(self, obj, read, force, attempts=5):
+        """Apply ``obj`` on condition that nobody changed it since ``read``. A controller's status or
+        finalizer update in between is not a change of configuration: retry on the new version.
+        When the configuration now already is what this run wants (two runs with the same
+        input), that is success. Otherwise the other writer's version stays and the run says so."""
+        key = api.obj_key(obj)
+        for _attempt in range(attempts):
+            locked = copy.deepcopy(obj)
+            locked['metadata']['resourceVersion'] = read['metadata']['resourceVersion']
+            try:
+                return self.server_apply(locked, force=force)
+            except ApiException as exc:
+                if not is_stale_write(exc):
+                    raise
+            live = self.get(key)
+            if live is None:
+                raise ConcurrentChange('deleted by another writer after this run read it; re-run to create it again')
+            if configuration_of(live) == configuration_of(read):
+                read = live
+                continue
+            dry = self.server_apply(obj, dry_run=True, force=force)
+            if q.apply_changes(dry, live, self.manager) == 'unchanged':
+                return live
+            raise ConcurrentChange(
+                'changed by another writer after this run read it (another run of kueue_queues or configure_queues '
+                'with a different configuration?); it was left as the other writer made it. Re-run to apply this '
+                'configuration over it, or make the two configurations agree')
+        raise ConcurrentChange('kept changing while this run tried to apply it (%d attempts); re-run' % attempts)
+
+    def drain(self, key):
+        """Set stopPolicy HoldAndDrain on a ClusterQueue (own field manager, forced)."""
+        body = {'apiVersion': '%s/%s' % (api.GROUP, self.version_of(key[0])), 'kind': key[0],
+                'metadata': {'name': key[2]}, 'spec': {'stopPolicy': 'HoldAndDrain'}}
+        self.server_apply(body, force=True, manager=DRAIN_MANAGER)
+
+    def waiting_reason(self, key, obj):
+        """Why a deleted object is still there (Kueue's resource-in-use finalizer)."""
+        finalizers = (obj.get('metadata') or {}).get('finalizers') or []
+        status = obj.get('status') or {}
+        others = [f for f in finalizers if f != q.RESOURCE_IN_USE_FINALIZER]
+        reasons = []
+        if q.RESOURCE_IN_USE_FINALIZER in finalizers and key[0] == 'ClusterQueue':
+            reasons.append('held by finalizer %s: %s admitted and %s reserving workload(s) still use it; they '
+                           'finish, or set prune_drain: true to evict them (stopPolicy HoldAndDrain)'
+                           % (q.RESOURCE_IN_USE_FINALIZER, status.get('admittedWorkloads', 0),
+                              status.get('reservingWorkloads', 0)))
+        elif q.RESOURCE_IN_USE_FINALIZER in finalizers and key[0] == 'ResourceFlavor':
+            reasons.append('held by finalizer %s: a ClusterQueue still references this flavor (or is being deleted '
+                           'while workloads use it)' % q.RESOURCE_IN_USE_FINALIZER)
+        elif q.RESOURCE_IN_USE_FINALIZER in finalizers:
+            others = finalizers
+        if others:
+            reasons.append('held by finalizer(s) %s, which Kueue does not remove: whoever added them removes them'
+                           % ', '.join(others))
+        return '; '.join(reasons) or 'deletion in progress'
+
+    def _present(self, kind, keys):
+        """{key: live object} of the ``keys`` (all of ``kind``) that one LIST of the kind holds, read page by page
+        and keeping only those."""
+        wanted = set(keys)
+        return dict((api.obj_key(item), item) for item in self._items(kind) if api.obj_key(item) in wanted)
+
+    def wait_gone(self, keys, seconds):
+        """Read ``keys`` until they are gone or ``seconds`` pass; {key: live object} of those left. A round reads a
+        Kueue kind with more than LIST_OVER keys left with one LIST (page by page), the others with a GET per object:
+        the prune of 1,000 LocalQueues is a few LIST pages a round, not 1,000 GETs. A read that fails leaves its keys
+        as they were for the next round."""
+        left = dict((k, None) for k in keys)
+
+        def read():
+            by_kind = {}
+            for key in left:
+                by_kind.setdefault(key[0], []).append(key)
+            listed = [k for k, kind_keys in by_kind.items() if k not in api.CORE_KINDS and len(kind_keys) > LIST_OVER]
+            for kind, found, exc in self._map(lambda k: self._present(k, by_kind[k]), listed):
+                if exc is None:
+                    for key in by_kind[kind]:
+                        if key in found:
+                            left[key] = found[key]
+                        else:
+                            left.pop(key)
+            single = [key for kind, kind_keys in by_kind.items() if kind not in listed for key in kind_keys]
+            for key, obj, exc in self._map(self.get, single):
+                if exc is None and obj is None:
+                    left.pop(key)
+                elif exc is None:
+                    left[key] = obj
+            return left
+
+        poll_until(read, lambda still: not still, Deadline(seconds), 0.5)
+        return left
+
+    # ------------------------------------------------------------ waiting
+    def wait_active(self, keys_by_kind, deadline):
+        """Wait until every key reports Active=True; {key: reason} of those that do not. A ClusterQueue inactive
+        because of an AdmissionCheck gets the chain's causes before Kueue's reason, deepest first
+        (admission_checks.explain); when one of them cannot heal by waiting, the wait ends at once (the remaining
+        kinds are read once) and ``wait_stopped`` is true. With ``checked_queues`` (some ClusterQueue of the input has
+        AdmissionChecks, whose MultiKueueClusters change without a ClusterQueue event) a ClusterQueue watch round is
+        5 s, so such a cause is seen within seconds."""
+        not_active, final = {}, []
+        for kind in q.ACTIVE_KINDS:
+            keys = set(keys_by_kind.get(kind) or ())
+            if not keys:
+                continue
+            not_active.update(self._wait_kind_active(
+                kind, keys, Deadline(0) if final else deadline, final,
+                5 if self.checked_queues and kind == 'ClusterQueue' else 60))
+        self.wait_stopped = list(final)
+        return not_active
+
+    def _wait_kind_active(self, kind, keys, deadline, final=None, round_seconds=60):
+        # {key: reason} of the keys not Active yet, kept up to date item by item: an event costs the same whatever
+        # the number of queues (10,000 LocalQueues turning Active are 10,000 events; recomputing the pending set
+        # over every key on each of them was quadratic).
+        pending = dict((key, 'not found') for key in keys)
+        final = [] if final is None else final
+
+        def seen(item):
+            item.setdefault('kind', kind)
+            key = api.obj_key(item)
+            if key in keys:
+                active, reason = q.active_state(item)
+                if active:
+                    pending.pop(key, None)
+                    return
+                causes = admission_checks.explain(self.cluster, self.version_of(kind), item) \
+                    if kind == 'ClusterQueue' else []
+                pending[key] = admission_checks.text(causes, reason)
+                if any(c.final for c in causes) and key not in final:
+                    final.append(key)
+
+        def listed(items):
+            for item in items:
+                seen(item)
+            return {} if final else pending
+
+        def changed(event):
+            item = event.get('object') if isinstance(event, dict) else None
+            if isinstance(item, dict) and event.get('type') in ('ADDED', 'MODIFIED'):
+                seen(item)
+            return {} if final else pending
+
+        # A watch that breaks or expires ends its round; the next LIST is the truth (errors='relist'). Only each
+        # queue's Active state is kept, so the LIST is read page by page (paged): 10,000 LocalQueues are never in
+        # memory at once. A cause that cannot heal ends the wait (an empty pending for watch_until).
+        watch_until(self.cluster, self._path(kind, None), deadline, listed, changed, errors='relist', paged=True,
+                    round_seconds=round_seconds)
+        return dict(pending)
+
+
+def not_active_message(result, timeout):
+    """kueue_queues' failure when queues are not Active: each queue and its reason (a ClusterQueue's AdmissionCheck
+    chain first, deepest cause first); when the wait ended at a cause that cannot heal, that queue leads and the
+    message says the timeout was not waited out."""
+    def label(i):
+        return '%s %s%s' % (i['kind'], i.get('namespace', '') and i['namespace'] + '/', i['name'])
+    items = result['not_active']
+    reasons = '; '.join('%s: %s' % (label(i), i['reason']) for i in items)
+    if result.get('wait_stopped'):
+        first = items[0]
+        return ('%s cannot become Active: %s. The wait stopped at once rather than after %ss (timeout): waiting '
+                'cannot heal this. %d queue(s) not Active: %s' % (label(first), first['reason'], timeout, len(items),
+                                                                  reasons))
+    return '%d queue(s) did not become Active within %ss: %s' % (len(items), timeout, reasons)
+
+
+def all_active(live, keys_by_kind):
+    """Whether every expected queue is in ``live`` (kind -> {key: object}) with Active=True."""
+    return all(q.active_state(((live.get(kind) or {}).get(key)) or {})[0]
+               for kind, keys in keys_by_kind.items() for key in keys)
+
+
+def held(obj):
+    """``obj`` with ``spec.stopPolicy: Hold`` (kept if it already stops admission)."""
+    out = copy.deepcopy(obj)
+    spec = out.setdefault('spec', {})
+    if spec.get('stopPolicy') not in ('Hold', 'HoldAndDrain'):
+        spec['stopPolicy'] = 'Hold'
+    return out
+
+
+def expected_active(objects):
+    """The ClusterQueues and LocalQueues that should become Active: those not stopped
+    on purpose (stopPolicy Hold/HoldAndDrain on the queue or its ClusterQueue)."""
+    stopped_cqs = set()
+    out = {'ClusterQueue': [], 'LocalQueue': []}
+    for obj in objects:
+        if obj['kind'] == 'ClusterQueue':
+            if (obj.get('spec') or {}).get('stopPolicy') in ('Hold', 'HoldAndDrain'):
+                stopped_cqs.add(obj['metadata']['name'])
+            else:
+                out['ClusterQueue'].append(api.obj_key(obj))
+    for obj in objects:
+        if obj['kind'] == 'LocalQueue':
+            spec = obj.get('spec') or {}
+            if spec.get('stopPolicy') in ('Hold', 'HoldAndDrain') or spec.get('clusterQueue') in stopped_cqs:
+                continue
+            out['LocalQueue'].append(api.obj_key(obj))
+    return out
+
+
+def _counts_template(kinds):
+    return dict((k, {'created': 0, 'updated': 0, 'unchanged': 0, 'pruned': 0}) for k in kinds)
+
+
+def _ref(key, action=None):
+    out = {'kind': key[0], 'name': key[2]}
+    if key[1]:
+        out['namespace'] = key[1]
+    if action:
+        out['action'] = action
+    return out
+
+
+def _multikueue_documents(mk, items, problems, kueue_ns, masked, present=True):
+    """``(items, generated Secret names)``: the input documents with those the ``multikueue`` option generates
+    added (multikueue.documents), after the option's own checks (its problems join ``problems``; then nothing is
+    generated and the names are None). Every kubeconfig and the secrets in it join ``masked`` first."""
+    if not mk:
+        return items, None
+    for cluster in mk.get('clusters') or []:
+        kubeconfig = cluster.get('kubeconfig')
+        if isinstance(kubeconfig, str) and kubeconfig:
+            masked.add(kubeconfig)
+            masked.update(multikueue.kubeconfig_secrets(kubeconfig))
+    found = [q.Problem(*p) for p in multikueue.option_problems(mk, items, kueue_ns, present)]
+    if found:
+        problems.extend(scrub_problems(found, masked))
+        return items, None
+    generated = multikueue.documents(mk, kueue_ns)
+    masked.update(q.secret_values([doc for _origin, doc in generated]))
+    names = set(doc['metadata']['name'] for _origin, doc in generated if doc['kind'] == 'Secret')
+    return items + generated, names
+
+
+def _prune_keys(params, live, desired_keys, manager, aks_managed, objects=(), kueue_ns='kueue-system'):
+    """What a run deletes: with ``prune``, everything this field manager applied that the input no longer declares
+    (queues.prune_candidates); with ``multikueue`` (even without ``prune``), those of them that carry the option's
+    label (multikueue.owned): the wiring of workers no longer listed."""
+    mk = params.get('multikueue')
+    if not params.get('prune') and not mk:
+        return []
+    keys = q.prune_candidates(live, desired_keys, manager, aks_managed, objects, kueue_ns)
+    return keys if params.get('prune') else multikueue.owned(live, keys, mk['config'])
+
+
+def check_backup_cluster(params, identity):
+    """When ``src`` is a kueue_backup folder: refuse it on another cluster than its own (cluster_identity.check,
+    unless ``allow_other_cluster``) before anything is read or written; returns whether it is the same cluster, or
+    None when ``src`` is not a backup. ``identity``: a callable reading the live cluster's identity."""
+    recorded = cluster_identity.of_backup(params.get('src'))
+    if recorded is None:
+        return None
+    return cluster_identity.check(recorded, identity() if identity else {}, 'the backup %s (src)' % params['src'],
+                                  'src', 'allow_other_cluster', params.get('allow_other_cluster'))
+
+
+def run(api_client, params, check_mode=False, diff=False, log=None, no_log_values=None, identity=None):
+    """One kueue_queues run. Returns the result dict; raises QueueProblems / KueueOpsError / ApiException.
+
+    ``no_log_values`` (a set) receives every value of the Secrets read from the input or the
+    cluster as soon as they are read, so that the caller masks them in whatever it prints. ``identity``: a
+    callable returning the cluster's identity, read when ``src`` is a backup folder (check_backup_cluster).
+    """
+    same_cluster = check_backup_cluster(params, identity)
+    engine = QueueEngine(api_client, workers=params.get('workers') or 8, log=log)
+    timeout = params.get('timeout') or 300
+    deadline = Deadline(timeout)
+    kueue_ns = params.get('kueue_namespace') or 'kueue-system'
+    masked = no_log_values if no_log_values is not None else set()
+    items, problems = load_declared(params, masked)
+    mk = params.get('multikueue')
+    items, generated_secrets = _multikueue_documents(mk, items, problems, kueue_ns, masked,
+                                                     params.get('state') != 'absent')
+    engine.discover()
+    aks_managed = params.get('aks_extension')
+    if aks_managed is None:
+        aks_managed = engine.detect_aks_extension(kueue_ns)
+    objects, converted = normalise_declared(engine, items, problems, kueue_ns, masked)
+    result = {
+        'api_version': '%s/%s' % (api.GROUP, engine.served.get('ClusterQueue', sorted(engine.served.values())[0])),
+        'api_versions': dict(engine.served),
+        'aks_extension': bool(aks_managed),
+    }
+    if same_cluster is not None:
+        result['same_cluster'] = same_cluster
+    if params.get('state') == 'absent':
+        return _run_absent(engine, objects, problems, aks_managed, check_mode, deadline, result)
+
+    live = engine.list_live()
+    namespaces = engine.list_namespaces() if any(o['kind'] in api.NAMESPACED for o in objects) else set()
+    desired_keys = set(api.obj_key(o) for o in objects)
+    prune_keys = _prune_keys(params, live, desired_keys, engine.manager, aks_managed)
+    result['local_queues'] = sorted('%s/%s' % (ns, name) for kind, ns, name in desired_keys if kind == 'LocalQueue')
+    # The Secrets this run deals with: declared ones, those the declared MultiKueueClusters use, and
+    # those of MultiKueueClusters being pruned (candidates for pruning themselves).
+    secret_names = set(o['metadata']['name'] for o in objects if o['kind'] == 'Secret')
+    users = [o for o in objects if o['kind'] == 'MultiKueueCluster']
+    users += [live['MultiKueueCluster'][k] for k in prune_keys if k[0] == 'MultiKueueCluster']
+    secret_names.update(name for (_ns, name) in q.multikueue_secret_refs(users, kueue_ns))
+    live['Secret'] = engine.get_secrets(kueue_ns, secret_names) if secret_names else {}
+    masked.update(q.secret_values(live['Secret'].values()))
+    prune_keys = _prune_keys(params, live, desired_keys, engine.manager, aks_managed, objects, kueue_ns)
+    if mk and generated_secrets is not None:
+        problems.extend(q.Problem(*p) for p in multikueue.attach(objects, mk, live, prune_keys))
+        result['multikueue'] = multikueue.summary(mk, multikueue.owned(live, prune_keys, mk['config']))
+    provisioning_api = None
+    if q.provisioning_request_checks(objects):
+        provisioning_api = engine.serves(*q.PROVISIONING_REQUEST_API)
+    problems.extend(q.validate(objects, live, namespaces, create_namespaces=params.get('create_namespaces'),
+                               aks_managed=aks_managed, pruned=prune_keys, kueue_namespace=kueue_ns,
+                               provisioning_request_api=provisioning_api,
+                               kubeconfigs_checked=generated_secrets or ()))
+    problems.extend(engine.schema_problems(objects, skip=set(p.obj for p in problems)))
+    if problems:
+        raise QueueProblems(scrub_problems(problems, masked), 'input and cross-reference checks')
+
+    # Objects the live object shows an apply would not change need no dry-run (managed_fields); the others are
+    # judged by the API server before anything is written: those declared at another API version too. With
+    # hold_admission every ClusterQueue is written (held, then released) as soon as anything changes, so then
+    # every ClusterQueue is dry-run too.
+    same = set(api.obj_key(o) for o in objects if api.obj_key(o) not in converted
+               and managed_fields.unchanged_reason(o, (live.get(o['kind']) or {}).get(api.obj_key(o)),
+                                                   engine.manager) is None)
+    judged = [o for o in objects if api.obj_key(o) not in same]
+    if judged and params.get('hold_admission'):
+        judged = [o for o in objects if api.obj_key(o) not in same or o['kind'] == 'ClusterQueue']
+    result['dry_runs'] = len(judged)
+    try:
+        dry, dry_problems = engine.dry_run_all(judged, live, namespaces, force=params.get('force'),
+                                               hold=params.get('hold_admission'))
+    except Unreachable as exc:
+        raise KueueOpsError('the API server stopped answering during the server-side dry-run (%s); nothing was '
+                            'written' % describe_kube_error(exc.cause, host=api_client.configuration.host).problem,
+                            field='host', fix='re-run once the API server answers')
+    if dry_problems:
+        raise QueueProblems(scrub_problems(dry_problems, masked),
+                            'server-side dry-run: CRD schema, CEL rules and Kueue webhooks')
+
+    kinds_seen = [k for k in api.KIND_ORDER if any(o['kind'] == k for o in objects) or
+                  any(key[0] == k for key in prune_keys)]
+    counts = _counts_template(kinds_seen)
+    actions = {}
+    changed_objects = []
+    diffs = []
+    for obj in objects:
+        key = api.obj_key(obj)
+        current = (live.get(obj['kind']) or {}).get(key)
+        if key in dry and dry[key] is None:
+            action = 'created'  # namespace will be created: validated under a generated name
+        elif key in same and key not in dry:
+            action = 'unchanged'
+        else:
+            action = q.apply_changes(dry.get(key), current, engine.manager)
+        actions[key] = action
+        counts[obj['kind']][action] += 1
+        if action != 'unchanged':
+            changed_objects.append(_ref(key, action))
+            if diff:
+                diffs.append({'before_header': '%s (live)' % api.key_label(key),
+                              'after_header': '%s (applied)' % api.key_label(key),
+                              'before': q.diff_view(current), 'after': q.diff_view(dry.get(key) or obj, current)})
+    missing_ns = sorted(set(o['metadata']['namespace'] for o in objects
+                            if o['kind'] == 'LocalQueue' and o['metadata']['namespace'] not in namespaces))
+    to_apply = [o for o in objects if actions[api.obj_key(o)] != 'unchanged']
+
+    result.update({'implicit_cohorts': q.implicit_cohorts(objects, live), 'namespaces_created': missing_ns,
+                   'pruned': [], 'prune_waiting': [], 'held': [], 'not_active': []})
+    if check_mode:
+        for key in prune_keys:
+            counts[key[0]]['pruned'] += 1
+            changed_objects.append(_ref(key, 'pruned'))
+            if diff:
+                diffs.append({'before_header': '%s (live)' % api.key_label(key), 'after_header': '(pruned)',
+                              'before': q.diff_view(live[key[0]][key]), 'after': {}})
+        result['pruned'] = [_ref(k) for k in prune_keys]
+        result.update(changed=bool(changed_objects or missing_ns), counts=counts, changed_objects=changed_objects)
+        if diff:
+            result['diff'] = diffs
+        return result
+
+    # ---- writes
+    # What was written, as it is confirmed: when the API server stops answering half-way, the run
+    # says exactly that (ApplyInterrupted) and a re-run converges.
+    progress = {'stage': 'the creation of namespaces', 'applied': [], 'held': []}
+    total = len(missing_ns) + len(to_apply) + len(prune_keys)
+    try:
+        _write(engine, params, objects, to_apply, actions, missing_ns, prune_keys, live, result, counts,
+               changed_objects, masked, progress, deadline)
+    except Unreachable as exc:
+        if progress['stage'] == 'the hold of ClusterQueues (hold_admission)':
+            progress['held'].extend(key[2] for key in exc.stored)
+        else:
+            progress['applied'].extend(_ref(key, actions.get(key, 'pruned')) for key in exc.stored
+                                       if actions.get(key, 'pruned') != 'unchanged')
+        raise ApplyInterrupted(progress['stage'], exc.cause, api_client.configuration.host, progress['applied'],
+                               total, [_ref(key, actions.get(key, 'pruned')) for key in exc.unconfirmed],
+                               progress['held'])
+    except (KueueOpsError, QueueProblems):
+        raise
+    except Exception as exc:  # pylint: disable=broad-except
+        if not is_unreachable(exc):
+            raise
+        raise ApplyInterrupted(progress['stage'], exc, api_client.configuration.host, progress['applied'], total,
+                               [] if never_sent(exc) else progress.get('in_flight') or [], progress['held'])
+
+    result.update(counts=counts, changed_objects=changed_objects,
+                  changed=bool(changed_objects or result['namespaces_created'] or result['prune_waiting']))
+    if diff:
+        result['diff'] = diffs
+
+    # ---- wait
+    if params.get('wait', True):
+        progress['stage'] = 'the wait for the queues to become Active (every write was done)'
+        expected = expected_active(objects)
+        try:
+            # Nothing written: the run's own LIST is as current as another would be, so queues it shows Active
+            # need no second LIST (a re-run with nothing to do makes one LIST per kind).
+            engine.checked_queues = any(admission_checks.check_names(o) for o in objects
+                                        if o.get('kind') == 'ClusterQueue')
+            not_active = {} if not result['changed'] and all_active(live, expected) else \
+                engine.wait_active(expected, deadline)
+        except Exception as exc:  # pylint: disable=broad-except
+            if not is_unreachable(exc):
+                raise
+            raise ApplyInterrupted(progress['stage'], exc, api_client.configuration.host, progress['applied'],
+                                   total)
+        stopped = set(engine.wait_stopped) if not_active else set()
+        result['not_active'] = [dict(_ref(k), reason=r) for k, r in sorted(not_active.items(),
+                                                                           key=lambda i: (i[0] not in stopped, i[0]))]
+        result['wait_stopped'] = bool(stopped)
+    return result
+
+
+def _write(engine, params, objects, to_apply, actions, missing_ns, prune_keys, live, result, counts,
+           changed_objects, masked, progress, deadline):
+    """The writes of a run, recording each confirmed one in ``progress`` (see ``ApplyInterrupted``)."""
+    created_ns = []
+    for ns in missing_ns:
+        progress['in_flight'] = [{'kind': 'Namespace', 'name': ns, 'action': 'created'}]
+        if engine.create_namespace(ns):
+            created_ns.append(ns)
+            progress['applied'].append({'kind': 'Namespace', 'name': ns, 'action': 'created'})
+    progress['in_flight'] = []
+    result['namespaces_created'] = created_ns
+    hold = bool(params.get('hold_admission')) and bool(to_apply)
+    cq_objects = [o for o in objects if o['kind'] == 'ClusterQueue']
+    force = params.get('force')
+    # The objects as this run read and validated them: optimistic locks for its writes.
+    expected = dict((key, obj) for kind_objects in live.values() for key, obj in (kind_objects or {}).items()
+                    if isinstance(obj, dict) and (obj.get('metadata') or {}).get('resourceVersion'))
+
+    def record(stored):
+        progress['applied'].extend(_ref(key, actions[key]) for key in stored
+                                   if actions.get(key, 'unchanged') != 'unchanged')
+
+    if hold and cq_objects:
+        progress['stage'] = 'the hold of ClusterQueues (hold_admission)'
+        stored, errs = engine.apply_kind([held(o) for o in cq_objects], force=force, expected=expected)
+        if errs:
+            raise QueueProblems(errs, 'holding ClusterQueues (stopPolicy Hold)')
+        result['held'] = [o['metadata']['name'] for o in cq_objects]
+        progress['held'] = list(result['held'])
+        # (The client returns no body for a 201, so objects this run just created stay unlocked.)
+        expected.update((key, obj) for key, obj in stored.items()
+                        if isinstance(obj, dict) and (obj.get('metadata') or {}).get('resourceVersion'))
+    for kind, group in q.group_by_kind(to_apply):
+        if hold and kind == 'ClusterQueue':
+            continue
+        progress['stage'] = 'the apply of %s objects' % kind
+        stored, errs = engine.apply_kind(group, force=force, expected=expected)
+        record(stored)
+        if errs:
+            raise QueueProblems(scrub_problems(errs, masked), 'apply of %s (earlier kinds were applied)' % kind)
+    if hold and cq_objects:
+        progress['stage'] = 'the release of the held ClusterQueues'
+        try:
+            stored, errs = engine.apply_kind(cq_objects, force=force, expected=expected)
+        except Unreachable as exc:
+            released = set(key[2] for key in exc.stored)
+            progress['held'] = [name for name in progress['held'] if name not in released]
+            raise
+        record(stored)
+        progress['held'] = []
+        if errs:
+            raise QueueProblems(errs, 'releasing ClusterQueues to their desired stopPolicy')
+
+    # ---- prune
+    if prune_keys:
+        drain = params.get('prune_drain')
+        for kind, keys in _group_keys(prune_keys):
+            progress['stage'] = 'the prune of %s objects' % kind
+            if drain and kind == 'ClusterQueue':
+                for key, _res, exc in engine._map(engine.drain, keys):
+                    if exc is not None:
+                        if is_unreachable(exc):
+                            raise Unreachable(exc, {}, [])
+                        raise QueueProblems(problems_from_api_error(exc, api.key_label(key)), 'draining %s' % kind)
+            deleted = []
+            broken = []
+            cause = None
+            for key, existed, exc in engine._map(engine.delete, keys):
+                if exc is not None and is_unreachable(exc):
+                    if not never_sent(exc):
+                        broken.append(key)
+                    cause = cause or exc
+                elif exc is not None:
+                    raise QueueProblems(problems_from_api_error(exc, api.key_label(key)), 'prune of %s' % kind)
+                elif existed:
+                    deleted.append(key)
+            if cause is not None:
+                raise Unreachable(cause, dict((k, None) for k in deleted), broken)
+            waited = min(DELETE_WAIT, deadline.remaining())
+            left = engine.wait_gone(deleted, waited)
+            for key in deleted:
+                progress['applied'].append(_ref(key, 'pruned'))
+                if key in left:
+                    result['prune_waiting'].append(dict(_ref(key), reason=engine.waiting_reason(key, left[key] or {}),
+                                                        waited=int(round(waited))))
+                else:
+                    counts[kind]['pruned'] += 1
+                    result['pruned'].append(_ref(key))
+                    changed_objects.append(_ref(key, 'pruned'))
+
+
+def _group_keys(keys):
+    groups = {}
+    for key in keys:
+        groups.setdefault(key[0], []).append(key)
+    return [(k, groups[k]) for k in reversed(api.KIND_ORDER) if k in groups]
+
+
+def _run_absent(engine, objects, problems, aks_managed, check_mode, deadline, result):
+    for obj in objects:
+        if aks_managed and obj['metadata']['name'].startswith(q.AKS_PREFIX):
+            problems.append(q.Problem(api.obj_label(obj), 'metadata.name',
+                                      'objects named %s* belong to the AKS managed Kueue extension; not deleting'
+                                      % q.AKS_PREFIX))
+    if problems:
+        raise QueueProblems(problems, 'input checks')
+    counts = dict((k, {'deleted': 0, 'absent': 0}) for k in api.KIND_ORDER if any(o['kind'] == k for o in objects))
+    changed_objects = []
+    waiting = []
+    for kind, group in q.group_by_kind(objects, reverse=True):
+        keys = [api.obj_key(o) for o in group]
+        deleted = []
+        for key, existed, exc in engine._map(lambda k: engine.delete(k, dry_run=check_mode), keys):
+            if exc is not None:
+                raise QueueProblems(problems_from_api_error(exc, api.key_label(key)), 'delete of %s' % kind)
+            if existed:
+                deleted.append(key)
+            else:
+                counts[kind]['absent'] += 1
+        if not check_mode and deleted:
+            waited = min(DELETE_WAIT, deadline.remaining())
+            left = engine.wait_gone(deleted, waited)
+            for key in deleted:
+                if key in left:
+                    waiting.append(dict(_ref(key), reason=engine.waiting_reason(key, left[key] or {}),
+                                        waited=int(round(waited))))
+        for key in deleted:
+            counts[kind]['deleted'] += 1
+            changed_objects.append(_ref(key, 'deleted'))
+    result.update(changed=bool(changed_objects), counts=counts, changed_objects=changed_objects,
+                  delete_waiting=waiting)
+    return result

@@ -1,0 +1,123 @@
+"""plugins/module_utils is packages by layer (issue 42): a package imports only the layers below it, a feature never
+imports another feature, and a read-only module's payload holds no write code. The import graph is read from the
+source (every ``ansible_collections.kueueops.aks.plugins.module_utils`` import, the lazy ones inside functions too,
+as ansible-core's AnsiballZ builder finds them)."""
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MU = os.path.join(ROOT, 'plugins', 'module_utils')
+BASE = 'ansible_collections.kueueops.aks.plugins.module_utils'
+
+# Each package's rank: a package imports only packages of a lower rank (and itself). FEATURE is the top: features
+# import the layers, never one another. The __init__ of each package says the same in words.
+FEATURE = 6
+RANK = {'common': 0, 'kube': 1, 'kueue': 2, 'helm': 3, 'azure': 3, 'verify': 4, 'install': 5,
+        'queues': FEATURE, 'backup': FEATURE, 'drift': FEATURE, 'capacity': FEATURE, 'upgrade': FEATURE,
+        'multikueue': FEATURE}
+# The module_utils that write to a cluster, to Azure or to the controller's disk.
+WRITE_CODE = {'queues.apply', 'install.helm_install', 'azure.extension_arm', 'multikueue.multikueue_worker',
+              'upgrade.storage_migration', 'upgrade.upgrade_run', 'backup.backup', 'backup.gitops'}
+READ_ONLY_MODULES = ('kueue_info', 'kueue_jobs_info', 'kueue_capacity_info', 'kueue_drift_info', 'kueue_upgrade_plan')
+# Read-only modules that still ship write code, each with what it reads through it; the test fails when one is
+# fixed (remove it here) or another appears. Issue 42's next steps split these.
+KNOWN_WRITE_CODE = {
+    # ARM reads of the agent pools go through the extension's ARM client, which also creates and deletes it.
+    'kueue_capacity_info': {'azure.extension_arm'},
+    # The plan runs kueue_helm's session in check mode (KueueHelm) to learn what the cluster runs and offers.
+    'kueue_upgrade_plan': {'install.helm_install', 'upgrade.upgrade_run'},
+}
+
+
+def module_name(path):
+    """``kube.wait`` for plugins/module_utils/kube/wait.py."""
+    return os.path.relpath(path, MU)[:-3].replace(os.sep, '.')
+
+
+def imports_of(source):
+    """The module_utils modules ``source`` imports, as ``package.module``."""
+    out = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(BASE + '.'):
+            parts = node.module[len(BASE) + 1:].split('.')
+            if len(parts) == 2:
+                out.add('.'.join(parts))
+            else:
+                out.update('%s.%s' % (parts[0], alias.name) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name[len(BASE) + 1:] for a in node.names if a.name.startswith(BASE + '.'))
+    return out
+
+
+def graph():
+    found = {}
+    for folder, _dirs, files in os.walk(MU):
+        for name in files:
+            if name.endswith('.py') and name != '__init__.py':
+                path = os.path.join(folder, name)
+                with open(path) as handle:
+                    found[module_name(path)] = imports_of(handle.read())
+    return found
+
+
+def layer_violations(edges):
+    """``a -> b`` for every import of a package by one of the same or a higher rank (features: by another feature)."""
+    out = []
+    for module, targets in sorted(edges.items()):
+        mine = module.split('.')[0]
+        for target in sorted(targets):
+            theirs = target.split('.')[0]
+            if theirs != mine and RANK.get(theirs, FEATURE) >= RANK.get(mine, FEATURE):
+                out.append('%s -> %s' % (module, target))
+    return out
+
+
+def closure(edges, start):
+    seen, todo = set(), list(start)
+    while todo:
+        name = todo.pop()
+        if name not in seen and name in edges:
+            seen.add(name)
+            todo.extend(edges[name])
+    return seen
+
+
+def module_imports(name):
+    with open(os.path.join(ROOT, 'plugins', 'modules', name + '.py')) as handle:
+        return imports_of(handle.read())
+
+
+def test_module_utils_is_packages_each_saying_what_it_owns_and_may_import():
+    flat = sorted(n for n in os.listdir(MU) if n.endswith('.py') and n != '__init__.py')
+    assert not flat, 'module_utils files outside a package: %s' % flat
+    packages = sorted(n for n in os.listdir(MU) if os.path.isdir(os.path.join(MU, n)) and n != '__pycache__')
+    assert set(packages) == set(RANK), 'a package without a rank here, or a rank without its package'
+    for package in packages:
+        with open(os.path.join(MU, package, '__init__.py')) as handle:
+            doc = ast.get_docstring(ast.parse(handle.read())) or ''
+        assert 'import' in doc.lower(), '%s/__init__.py does not say what it may import' % package
+
+
+def test_a_package_imports_only_the_layers_below_it():
+    assert layer_violations(graph()) == []
+
+
+@pytest.mark.parametrize('name', READ_ONLY_MODULES)
+def test_a_read_only_module_ships_no_write_code(name):
+    shipped = closure(graph(), module_imports(name))
+    assert shipped & WRITE_CODE == KNOWN_WRITE_CODE.get(name, set())
+
+
+def test_the_checks_see_a_feature_importing_a_feature_and_write_code_in_a_payload():
+    edges = {'drift.drift': {'queues.apply', 'kueue.queues'}, 'kueue.queues': {'common.errors'},
+             'kube.wait': {'kueue.kueue_api'}, 'queues.apply': {'kube.wait'}, 'common.errors': set(),
+             'kueue.kueue_api': set()}
+    assert layer_violations(edges) == ['drift.drift -> queues.apply', 'kube.wait -> kueue.kueue_api']
+    assert closure(edges, {'drift.drift'}) & WRITE_CODE == {'queues.apply'}
+    assert imports_of('from %s.kube import wait, kueue_cluster as kc\n'
+                      'def f():\n    from %s.queues.apply import run\n' % (BASE, BASE)) == \
+        {'kube.wait', 'kube.kueue_cluster', 'queues.apply'}
