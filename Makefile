@@ -79,8 +79,16 @@ docs: ## The docs site, as Ansible's docs are built (antsibull-docs, Sphinx -W, 
 	hack/docs.sh
 
 .PHONY: galaxy-check
-galaxy-check: ## galaxy-importer on the built tarball, as Galaxy imports it (hack/galaxy_check.sh; its venv cached in ~/.cache/kueueops)
+galaxy-check: venv ## galaxy-importer on the built tarball, as Galaxy imports it, with ansible-test sanity run locally (hack/galaxy_check.sh)
 	hack/galaxy_check.sh
+
+.PHONY: release
+release: venv ## The release: the collection tarball (ansible-galaxy collection build) in build/, and the docs site (make docs)
+	mkdir -p build
+	$(VENV)/bin/ansible-galaxy collection build --force --output-path build .
+	hack/docs.sh
+	@echo "release: build/kueueops-aks-$$($(VPY) -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])').tar.gz," \
+	      "the docs site in build/docs/build/html"
 
 .PHONY: integration
 integration: venv toolchain ## Integration and reliability tests on the real local control plane (started if not running)
