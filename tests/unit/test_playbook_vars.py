@@ -19,14 +19,13 @@ import warnings
 import pytest
 import yaml
 from jinja2 import Environment, nodes
+from jinja_walk import expressions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOKS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "playbooks", "*.yml")))
 GUIDE = os.path.join(ROOT, "docs", "docsite", "rst", "playbooks.rst")
 SHARED_TASKS = os.path.join(ROOT, "roles", "kueue", "tasks")
 JOB_ROLES = {"install", "configure_queues", "uninstall_with_backup", "upgrade", "multikueue"}
-# The keys whose string value is a bare Jinja expression.
-CONDITIONS = {"when", "that", "failed_when", "changed_when", "until"}
 # Ansible's own variables a playbook may read (its special variables); every variable of the collection is kueue_*.
 ANSIBLE_VARIABLES = {"ansible_check_mode", "ansible_play_hosts", "ansible_play_hosts_all", "ansible_play_batch",
                      "ansible_failed_result", "ansible_failed_task", "inventory_hostname", "hostvars", "groups",
@@ -49,25 +48,10 @@ def _nodes(data):
             yield from _nodes(value)
 
 
-def _expressions(data, key=None):
-    """(text, bare) of every Jinja expression: a condition's string, or a string holding a template."""
-    if isinstance(data, dict):
-        for name, value in data.items():
-            yield from _expressions(value, name)
-    elif isinstance(data, list):
-        for value in data:
-            yield from _expressions(value, key)
-    elif isinstance(data, str):
-        if key in CONDITIONS:
-            yield data, True
-        elif "{{" in data or "{%" in data:
-            yield data, False
-
-
 def read_names(data) -> set:
     """The variables the Jinja expressions of a document read (names a template assigns itself left out)."""
     names = set()
-    for text, bare in _expressions(data):
+    for _key, text, bare in expressions(data):
         with warnings.catch_warnings():    # a regex's backslash in a string literal ('\('): Ansible's Jinja reads it
             warnings.simplefilter("ignore", DeprecationWarning)
             template = Environment().parse("{{ %s }}" % text if bare else text)

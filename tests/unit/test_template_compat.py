@@ -14,10 +14,10 @@ import re
 
 import pytest
 import yaml
+from jinja_walk import expressions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIRS = ("roles", "playbooks")
-CONDITIONALS = {"when", "that", "until", "changed_when", "failed_when"}
 BLOCK = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 ESCAPED_QUOTE = re.compile(r"\\['\"]")
 
@@ -38,27 +38,13 @@ def _yaml_files():
                     yield os.path.join(dirpath, name)
 
 
-def _expressions(node, key=None):
-    """(where, expression) for every Jinja expression in node."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _expressions(v, k)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _expressions(item, key)
-    elif isinstance(node, str):
-        if key in CONDITIONALS:
-            yield key, node
-        for block in BLOCK.findall(node):
-            yield key, block
-
-
 def _offenders(text: str):
     found = []
     for doc in yaml.load_all(text, Loader=_Loader):  # noqa: S506 - a SafeLoader subclass
-        for key, expr in _expressions(doc):
-            if ESCAPED_QUOTE.search(expr):
-                found.append("%s: %s" % (key, " ".join(expr.split())[:160]))
+        for key, value, bare in expressions(doc):
+            for expr in [value] if bare else BLOCK.findall(value):
+                if ESCAPED_QUOTE.search(expr):
+                    found.append("%s: %s" % (key, " ".join(expr.split())[:160]))
     return found
 
 
