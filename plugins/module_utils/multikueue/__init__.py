@@ -1,3 +1,0 @@
-"""Feature: wiring a MultiKueue worker to a manager cluster (kueue_multikueue_worker). May import the layers, never
-another feature.
-"""
