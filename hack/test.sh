@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything `make test` (and so CI) runs, four jobs at the same time (the ansible-core matrix: hack/matrix.sh):
-#   1. sanity and lint (hack/sanity.sh: ansible-test sanity on 2.19, ansible-lint production, flake8, antsibull
-#      lints, then ansible-test sanity on 2.16, then 2.20, 2.21 and 2.22 on Python 3.13);
+#   1. sanity, lint and docs (hack/sanity.sh: ansible-lint production, flake8, antsibull lints, galaxy-importer on
+#      the built tarball with ansible-test sanity on 2.19 inside it, the docs site and its browser check, then
+#      ansible-test sanity on 2.16, then 2.20, 2.21 and 2.22 on Python 3.13);
 #   2. the ansible-core 2.16 compat job (hack/compat.sh, its venv built or reused first), COMPAT_WORKERS workers;
 #   3. the ansible-core 2.21 job (COMPAT_CORE=2.21 hack/compat.sh, Python 3.13) on the newest Kubernetes
 #      (KUBE_VERSION_NEWEST, 1.37.x; issue 45): the unit tests and the playbook files of COMPAT_TESTS_221,
