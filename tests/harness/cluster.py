@@ -416,18 +416,22 @@ class Cluster:
             "--v=1",
         ])
 
-    def _start_registry(self) -> None:
-        cfg = self.path("registry.yml")
+    def _serve_registry(self, name: str, http: str, auth: str = "") -> None:
+        """Start distribution's registry ``name``: its storage in the run folder's ``name``, the ``http`` (and
+        ``auth``) sections of its configuration as given, no telemetry."""
+        cfg = self.path(name + ".yml")
         with open(cfg, "w") as handle:
             handle.write(
                 "version: 0.1\n"
                 "log:\n  level: warn\n"
-                "storage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\n"
-                "http:\n  addr: 127.0.0.1:%d\n" % (self.path("registry"), self.state["ports"]["registry"])
-            )
-        self._spawn("registry", [self.state["tools"]["KUEUEOPS_REGISTRY"], "serve", cfg],
+                "storage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\n" % self.path(name)
+                + auth + http)
+        self._spawn(name, [self.state["tools"]["KUEUEOPS_REGISTRY"], "serve", cfg],
                     env={"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none",
                          "OTEL_LOGS_EXPORTER": "none", "OTEL_SDK_DISABLED": "true"})
+
+    def _start_registry(self) -> None:
+        self._serve_registry("registry", "http:\n  addr: 127.0.0.1:%d\n" % self.state["ports"]["registry"])
 
         def reg_ok():
             with urllib.request.urlopen("http://127.0.0.1:%d/v2/" % self.state["ports"]["registry"], timeout=2) as r:
@@ -467,18 +471,9 @@ class Cluster:
         # Cost 5: every request checks the hash; this is a throwaway password for a loopback registry.
         digest = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=5)).decode()
         pki._write(os.path.join(folder, "htpasswd"), ("%s:%s\n" % (self.TLS_REGISTRY_USER, digest)).encode())
-        cfg = self.path("registry-tls.yml")
-        with open(cfg, "w") as handle:
-            handle.write(
-                "version: 0.1\n"
-                "log:\n  level: warn\n"
-                "storage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\n"
-                "auth:\n  htpasswd:\n    realm: kueueops-registry\n    path: %s\n"
-                "http:\n  addr: %s\n  tls:\n    certificate: %s\n    key: %s\n"
-                % (self.path("registry-tls"), os.path.join(folder, "htpasswd"), self.tls_registry, crt, key))
-        self._spawn("registry-tls", [self.state["tools"]["KUEUEOPS_REGISTRY"], "serve", cfg],
-                    env={"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none",
-                         "OTEL_LOGS_EXPORTER": "none", "OTEL_SDK_DISABLED": "true"})
+        self._serve_registry(
+            "registry-tls", "http:\n  addr: %s\n  tls:\n    certificate: %s\n    key: %s\n" % (self.tls_registry, crt, key),
+            auth="auth:\n  htpasswd:\n    realm: kueueops-registry\n    path: %s\n" % os.path.join(folder, "htpasswd"))
         ctx = ssl.create_default_context(cafile=ca.cert_path)
 
         def reg_ok():
