@@ -440,6 +440,17 @@ def pump(src, dst):
             s.close()
 
 
+def serve_connections(sock, handle, running=lambda: True) -> None:
+    """Accept on the listening ``sock`` while ``running()`` and until it is closed, each connection handed to
+    ``handle(conn)`` on a thread of its own."""
+    while running():
+        try:
+            conn, _peer = sock.accept()
+        except OSError:
+            return
+        threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+
 class ServiceProxy:
     """kube-proxy's job for one Service address: accept on ClusterIP:port (inside
     127.0.0.0/8) and forward each TCP connection to a backend that `pick()` names."""
@@ -457,12 +468,7 @@ class ServiceProxy:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
-        while not self.closed:
-            try:
-                conn, _peer = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        serve_connections(self.sock, self._serve, lambda: not self.closed)
 
     def _serve(self, conn):
         port = self.pick()

@@ -25,7 +25,7 @@ import time
 import pytest
 import yaml
 
-from tests.harness.agent import pump
+from tests.harness.agent import pump, serve_connections
 from tests.reliability import rbac
 
 from .ansible import module_docs, run_playbook
@@ -50,7 +50,7 @@ class ConnectProxy:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
         self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        threading.Thread(target=serve_connections, args=(self.sock, self._handle), daemon=True).start()
 
     def close(self):
         try:
@@ -58,14 +58,6 @@ class ConnectProxy:
         except OSError:
             pass
         self.sock.close()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _addr = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn):
         data = b""
