@@ -90,15 +90,21 @@ def kueue_crd_items(kube) -> list:
     return [c for c in metadata_items(kube, CRDS) if c["metadata"]["name"].endswith(".kueue.x-k8s.io")]
 
 
+def missing_ok(call, *args, **kwargs):
+    """``call(*args, **kwargs)``; an object already gone (404) is fine (None)."""
+    from kubernetes import client
+    try:
+        return call(*args, **kwargs)
+    except client.exceptions.ApiException as exc:
+        if exc.status != 404:
+            raise
+    return None
+
+
 def _delete_each(delete, names) -> None:
     """``delete(name)`` for each of ``names``; one already gone (404) is fine."""
-    from kubernetes import client
     for name in names:
-        try:
-            delete(name)
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
+        missing_ok(delete, name)
 
 
 def kind_crd_name(api_version: str, kind: str, *_scope) -> str:
@@ -190,6 +196,40 @@ def delete_kueue_objects(kube, plurals: dict, select) -> None:
             except client.exceptions.ApiException as exc:
                 if exc.status != 404:
                     raise
+
+
+WORKER_KUBECONFIG = ("apiVersion: v1\nkind: Config\nclusters:\n- name: w\n  cluster: {server: 'https://127.0.0.1:1'}\n"
+                     "users:\n- name: w\n  user: {token: %s}\ncontexts:\n- name: w\n  context: {cluster: w, user: w}\n"
+                     "current-context: w\n")
+
+
+def create_multikueue(kube, worker: str, config: str, check: str, token_prefix: str):
+    """A MultiKueue setup whose worker kubeconfig (an unreachable server, a random token) is in the Secret
+    kueue-system/``worker``: the MultiKueueCluster ``worker``, the MultiKueueConfig ``config`` of it, the AdmissionCheck
+    ``check`` of that config. Returns the token (it must never appear in ansible's output) and the objects as
+    [(plural, body)], in dependency order."""
+    from kubernetes import client
+
+    token = token_prefix + os.urandom(12).hex()
+    client.CoreV1Api(kube).create_namespaced_secret("kueue-system", {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": worker}, "type": "Opaque",
+        "stringData": {"kubeconfig": WORKER_KUBECONFIG % token}})
+    v2 = "kueue.x-k8s.io/v1beta2"
+    objects = [
+        ("multikueueclusters", {"apiVersion": v2, "kind": "MultiKueueCluster", "metadata": {"name": worker},
+                                "spec": {"clusterSource": {"kubeConfig": {"location": worker,
+                                                                          "locationType": "Secret"}}}}),
+        ("multikueueconfigs", {"apiVersion": v2, "kind": "MultiKueueConfig", "metadata": {"name": config},
+                               "spec": {"clusters": [worker]}}),
+        ("admissionchecks", {"apiVersion": v2, "kind": "AdmissionCheck", "metadata": {"name": check},
+                             "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+                                      "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig",
+                                                     "name": config}}}),
+    ]
+    custom = client.CustomObjectsApi(kube)
+    for plural, body in objects:
+        custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural, body)
+    return token, objects
 
 
 def live_normalised(kube, plurals: dict) -> dict:

@@ -22,8 +22,8 @@ from kubernetes import client
 
 from ..prerequisites import require
 from .ansible import COLLECTIONS, REPO, run_playbook
-from .kubeutil import (admitted, delete_kueue_objects, delete_namespaces, kueue_api, kueue_plurals, live_normalised, queued_job,
-                       wait_for, workloads)
+from .kubeutil import (admitted, create_multikueue, delete_kueue_objects, delete_namespaces, kueue_api, kueue_plurals,
+                       live_normalised, queued_job, wait_for, workloads)
 
 # The collection as the modules see it (`make venv` links this checkout there).
 if COLLECTIONS not in sys.path:
@@ -410,26 +410,7 @@ def test_multikueue_with_its_kubeconfig_secret_round_trips(configured, dest):
     kube = configured
     custom = client.CustomObjectsApi(kube)
     core = client.CoreV1Api(kube)
-    token = "kb-token-" + os.urandom(12).hex()
-    kubeconfig = ("apiVersion: v1\nkind: Config\nclusters:\n- name: w\n  cluster: {server: 'https://127.0.0.1:1'}\n"
-                  "users:\n- name: w\n  user: {token: %s}\ncontexts:\n- name: w\n  context: {cluster: w, user: w}\n"
-                  "current-context: w\n" % token)
-    core.create_namespaced_secret("kueue-system", {
-        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kb-mk-worker"}, "type": "Opaque",
-        "stringData": {"kubeconfig": kubeconfig}})
-    mk_objects = [
-        ("multikueueclusters", {"apiVersion": V2, "kind": "MultiKueueCluster", "metadata": {"name": "kb-mk-worker"},
-                                "spec": {"clusterSource": {"kubeConfig": {"location": "kb-mk-worker",
-                                                                          "locationType": "Secret"}}}}),
-        ("multikueueconfigs", {"apiVersion": V2, "kind": "MultiKueueConfig", "metadata": {"name": "kb-mk"},
-                               "spec": {"clusters": ["kb-mk-worker"]}}),
-        ("admissionchecks", {"apiVersion": V2, "kind": "AdmissionCheck", "metadata": {"name": "kb-mk"},
-                             "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
-                                      "parameters": {"apiGroup": GROUP, "kind": "MultiKueueConfig",
-                                                     "name": "kb-mk"}}}),
-    ]
-    for plural, body in mk_objects:
-        custom.create_cluster_custom_object(GROUP, "v1beta2", plural, body)
+    token, mk_objects = create_multikueue(kube, "kb-mk-worker", "kb-mk", "kb-mk", "kb-token-")
     mk_keys = [(b["kind"], "", b["metadata"]["name"]) for _p, b in mk_objects]
     secret_before = core.read_namespaced_secret("kb-mk-worker", "kueue-system").data
 

@@ -18,7 +18,7 @@ import yaml
 from kubernetes import client
 
 from .ansible import run_playbook
-from .kubeutil import condition, delete_kueue_objects, kueue_plurals, wait_for
+from .kubeutil import condition, delete_kueue_objects, kueue_plurals, resource_versions, wait_for
 
 GROUP = "kueue.x-k8s.io"
 PLURALS = kueue_plurals("Topology", "ResourceFlavor", "Cohort", "AdmissionCheck", "WorkloadPriorityClass", "ClusterQueue",
@@ -49,25 +49,13 @@ def clean(kueue):
 
 def ours(kube):
     """{(kind, namespace, name): resourceVersion} of every kq- Kueue object."""
-    custom = client.CustomObjectsApi(kube)
-    out = {}
-    for kind, plural in PLURALS.items():
-        for item in custom.list_cluster_custom_object(GROUP, "v1beta2", plural)["items"]:
-            meta = item["metadata"]
-            if meta["name"].startswith("kq-") or meta.get("namespace", "").startswith("kq-"):
-                out[(kind, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
-    return out
+    return dict((key, rv) for key, rv in all_kueue_versions(kube).items()
+                if key[2].startswith("kq-") or key[1].startswith("kq-"))
 
 
 def all_kueue_versions(kube):
     """resourceVersion of EVERY Kueue object in the cluster (not only ours)."""
-    custom = client.CustomObjectsApi(kube)
-    out = {}
-    for kind, plural in PLURALS.items():
-        for item in custom.list_cluster_custom_object(GROUP, "v1beta2", plural)["items"]:
-            meta = item["metadata"]
-            out[(kind, meta.get("namespace", ""), meta["name"])] = meta["resourceVersion"]
-    return out
+    return resource_versions(kube, PLURALS)
 
 
 def get(kube, kind, name, namespace=None):

@@ -34,8 +34,8 @@ from kubernetes import client
 
 from ..prerequisites import require
 from .ansible import REPO, run_playbook
-from .kubeutil import (EventRecorder, admitted, condition, helm_revision, kueue_crds, kueue_plurals, live_normalised, queued_job,
-                       resource_versions, wait_for, workloads)
+from .kubeutil import (EventRecorder, admitted, condition, create_multikueue, helm_revision, kueue_crds, kueue_plurals,
+                       live_normalised, queued_job, resource_versions, wait_for, workloads)
 
 GROUP = "kueue.x-k8s.io"
 V2 = GROUP + "/v1beta2"
@@ -122,24 +122,7 @@ def _add_multikueue_and_extra_queues(kube):
     """A MultiKueue setup whose worker kubeconfig (with a random token) is in a Secret, and EXTRA_QUEUES.
     Returns the token, which must never appear in ansible's output."""
     custom = client.CustomObjectsApi(kube)
-    token = "ur-token-" + os.urandom(12).hex()
-    kubeconfig = ("apiVersion: v1\nkind: Config\nclusters:\n- name: w\n  cluster: {server: 'https://127.0.0.1:1'}\n"
-                  "users:\n- name: w\n  user: {token: %s}\ncontexts:\n- name: w\n  context: {cluster: w, user: w}\n"
-                  "current-context: w\n" % token)
-    client.CoreV1Api(kube).create_namespaced_secret("kueue-system", {
-        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ur-worker"}, "type": "Opaque",
-        "stringData": {"kubeconfig": kubeconfig}})
-    for plural, body in (
-            ("multikueueclusters", {"apiVersion": V2, "kind": "MultiKueueCluster", "metadata": {"name": "ur-worker"},
-                                    "spec": {"clusterSource": {"kubeConfig": {"location": "ur-worker",
-                                                                              "locationType": "Secret"}}}}),
-            ("multikueueconfigs", {"apiVersion": V2, "kind": "MultiKueueConfig", "metadata": {"name": "ur-workers"},
-                                   "spec": {"clusters": ["ur-worker"]}}),
-            ("admissionchecks", {"apiVersion": V2, "kind": "AdmissionCheck", "metadata": {"name": "ur-dispatch"},
-                                 "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
-                                          "parameters": {"apiGroup": GROUP, "kind": "MultiKueueConfig",
-                                                         "name": "ur-workers"}}})):
-        custom.create_cluster_custom_object(GROUP, "v1beta2", plural, body)
+    token, _objects = create_multikueue(kube, "ur-worker", "ur-workers", "ur-dispatch", "ur-token-")
     for name in EXTRA_QUEUES:
         custom.create_namespaced_custom_object(GROUP, "v1beta2", "team-nlp", "localqueues", {
             "apiVersion": V2, "kind": "LocalQueue", "metadata": {"name": name, "namespace": "team-nlp"},

@@ -32,7 +32,7 @@ from kubernetes import client, watch
 
 from tests.integration.ansible import run_playbook
 from tests.integration.kubeutil import (delete_kueue_objects, delete_namespaces, etcd_objects, etcd_put, kueue_plurals,
-                                        wait_for)
+                                        missing_ok, wait_for)
 from tests.prerequisites import require
 
 from .badinput import assert_no_traceback, message_of
@@ -531,12 +531,8 @@ def test_queue_waits(cluster, start):
         assert "smoke-test/kf-waits/kf-smoke" in msg and "still pending after 10s, the timeout" in msg, msg
         assert not client.BatchV1Api(kube).list_namespaced_job("kf-waits").items  # the Job was removed
     finally:
-        try:
-            custom.patch_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", "kf-checked",
-                                               {"metadata": {"finalizers": None}})
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
+        missing_ok(custom.patch_cluster_custom_object, GROUP, "v1beta2", "clusterqueues", "kf-checked",
+                   {"metadata": {"finalizers": None}})
         clean_ours(kube)
 
 
@@ -611,19 +607,11 @@ def test_helm_uninstall_waits(cluster, start):
               "kubeconfig": "{{ kueue_kubeconfig }}"}
 
     def unkeep_cq():
-        try:
-            custom.patch_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", "kf-kept",
-                                               {"metadata": {"finalizers": None}})
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
+        missing_ok(custom.patch_cluster_custom_object, GROUP, "v1beta2", "clusterqueues", "kf-kept",
+                   {"metadata": {"finalizers": None}})
 
     def unkeep_cm():
-        try:
-            core.patch_namespaced_config_map("kf-kept", "kueue-system", {"metadata": {"finalizers": None}})
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
+        missing_ok(core.patch_namespaced_config_map, "kf-kept", "kueue-system", {"metadata": {"finalizers": None}})
 
     reg = client.ApiregistrationV1Api(kube)
     leftover = VISIBILITY_APISERVICES[1]
@@ -632,13 +620,9 @@ def test_helm_uninstall_waits(cluster, start):
     def unkeep_apiservice(delete=False):
         if not created:
             return
-        try:
-            reg.patch_api_service(leftover, {"metadata": {"finalizers": None}})
-            if delete:  # an unavailable APIService would fail discovery for every later test
-                reg.delete_api_service(leftover)
-        except client.exceptions.ApiException as exc:
-            if exc.status != 404:
-                raise
+        missing_ok(reg.patch_api_service, leftover, {"metadata": {"finalizers": None}})
+        if delete:  # an unavailable APIService would fail discovery for every later test
+            missing_ok(reg.delete_api_service, leftover)
     try:
         crds = timed("kueue_helm absent, a ClusterQueue kept by a finalizer, timeout 15",
                      module_play("kueue_helm", absent, name="Uninstall"))
