@@ -139,7 +139,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.azure import extensio
 from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_auth import AZURE_AUTH_ARGSPEC, AZURE_CONNECTION_ARGSPEC
 from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_sdk import azure_error
 from ansible_collections.kueueops.aks.plugins.module_utils.capacity.capacity import gather
-from ansible_collections.kueueops.aks.plugins.module_utils.azure.extension_arm import read_managed_cluster, require_azure_sdk
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.arm import read_managed_cluster, require_azure_sdk
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
 

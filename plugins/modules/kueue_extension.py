@@ -365,7 +365,8 @@ import copy
 
 from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension as x
 from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_auth import AZURE_AUTH_ARGSPEC, AZURE_CONNECTION_ARGSPEC
-from ansible_collections.kueueops.aks.plugins.module_utils.azure.extension_arm import KueueExtension, require_azure_sdk
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.arm import require_azure_sdk
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.extension_arm import KueueExtension
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
 
 

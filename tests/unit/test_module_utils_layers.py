@@ -27,8 +27,6 @@ READ_ONLY_MODULES = ('kueue_info', 'kueue_jobs_info', 'kueue_capacity_info', 'ku
 # Read-only modules that still ship write code, each with what it reads through it; the test fails when one is
 # fixed (remove it here) or another appears. Issue 42's next steps split these.
 KNOWN_WRITE_CODE = {
-    # ARM reads of the agent pools go through the extension's ARM client, which also creates and deletes it.
-    'kueue_capacity_info': {'azure.extension_arm'},
     # The plan runs kueue_helm's session in check mode (KueueHelm) to learn what the cluster runs and offers.
     'kueue_upgrade_plan': {'install.helm_install', 'upgrade.upgrade_run'},
 }

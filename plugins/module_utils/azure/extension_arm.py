@@ -19,9 +19,9 @@ contacted), ``present_plan`` (create, update or nothing, and what changes), ``af
 import os
 
 from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension as x
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.arm import POLL_SECONDS, AksArm, secrets_of
 from ansible_collections.kueueops.aks.plugins.module_utils.common import files
-from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_auth import build_credential, require_azure_identity
-from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_sdk import azure_error, azure_import_error, azure_module
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_sdk import azure_error, azure_module
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, ModuleFailure, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import (
     KUBE_AUTH_ARGSPEC,
@@ -41,41 +41,10 @@ try:
 except ImportError:  # reported (missing_library) when the kubeconfig is read
     yaml = None
 
-# The Azure management SDK this file uses, imported on first use (azure_sdk.azure_module).
-AZURE_MGMT_MODULES = ('azure.core.exceptions', 'azure.core.rest', 'azure.mgmt.containerservice',
-                      'azure.mgmt.kubernetesconfiguration.extensions')
-POLL_SECONDS = 2
-RETRY = dict(retry_total=5, retry_backoff_factor=0.8, retry_backoff_max=60, connection_timeout=30, read_timeout=120)
 KUBE_TIMEOUT = 30
 
 
-def azure_mgmt_import_error():
-    """Import the Azure management SDK (AZURE_MGMT_MODULES); None when it is there, else the traceback of the first
-    module that is not (require_azure_sdk reports it)."""
-    for name in AZURE_MGMT_MODULES:
-        if azure_module(name) is None:
-            return azure_import_error(name)
-    return None
-
-
-def require_azure_sdk(module, libraries, reason):
-    """Fail the module, before anything is sent, with installation advice when azure-identity or the Azure management
-    SDK is missing: the one check of every module that calls ARM. `libraries` names the distributions the module
-    needs, `reason` what for."""
-    require_azure_identity(module)
-    error = azure_mgmt_import_error()
-    if error:
-        module.fail_json(exception=error, **missing_library(libraries, reason=(
-            '%s; run `pip install -r requirements.txt` from the kueueops.aks collection in the Python that runs the '
-            'module' % reason)))
-
-
 # ------------------------------------------------------------------ pure decisions
-def secrets_of(params):
-    """The option values that must never reach the output (scrubbed from every error)."""
-    return [params.get('secret')] + list((params.get('configuration_protected_settings') or {}).values())
-
-
 def check_run(params, no_log):
     """What is refused before Azure is contacted; ``no_log``: whether the task sets it."""
     if params['return_kubeconfig'] and not no_log:
@@ -186,16 +155,7 @@ def kube_params(params, fetched_kubeconfig):
 
 
 # ------------------------------------------------------------------ Azure
-def read_managed_cluster(params):
-    """The managed cluster's ARM JSON (``properties.agentPoolProfiles`` among the rest), read with ``params``' Azure
-    options, ``resource_group`` and ``cluster_name`` through kueue_extension's client, retry policy and error
-    messages (kueue_capacity_info reads the agent pools this way)."""
-    arm = KueueExtension(params)
-    arm.connect()
-    return arm.get_cluster()
-
-
-class KueueExtension(ModuleRun):
+class KueueExtension(AksArm, ModuleRun):
     def __init__(self, params, check_mode=False, diff=False, no_log=False, no_log_values=None):
         super().__init__(params, check_mode=check_mode, diff=diff, no_log_values=no_log_values)
         self.no_log = no_log
@@ -205,27 +165,8 @@ class KueueExtension(ModuleRun):
         self._offered = ()  # () until listed; then the list, or None when it could not be read
 
     # ------------------------------------------------------------------ ARM
-    def connect(self):
-        session = build_credential(self.p)
-        kwargs = session.client_kwargs()
-        kwargs.update(RETRY, polling_interval=POLL_SECONDS)
-        self.subscription_id = session.subscription_id
-        self.ext = azure_module('azure.mgmt.kubernetesconfiguration.extensions').KubernetesConfigurationExtensionsMgmtClient(
-            session.credential, session.subscription_id, **kwargs)
-        self.aks = azure_module('azure.mgmt.containerservice').ContainerServiceClient(
-            session.credential, session.subscription_id, **kwargs)
-
-    def azure(self, exc, what):
-        return x.describe_azure_error(exc, what, self.p, self.secrets)
-
     def ext_args(self):
         return (self.p['resource_group'], x.CLUSTER_RP, x.CLUSTER_RESOURCE, self.p['cluster_name'], self.p['name'])
-
-    def get_cluster(self):
-        try:
-            return self.aks.managed_clusters.get(self.p['resource_group'], self.p['cluster_name']).as_dict()
-        except azure_error('AzureError') as exc:
-            raise self.azure(exc, 'reading managed cluster %s' % self.p['cluster_name'])
 
     def get_extension(self):
         try:

@@ -38,7 +38,7 @@ unknown", never guessed.
 
 Everything above ``gather`` is pure (no Ansible, no cluster); ``gather`` reads the cluster through
 ``kueue_cluster.Cluster`` (the Kueue kinds through ``reader.Exporter``, their one reader) and ARM through the function
-it is given (``extension_arm.read_managed_cluster``).
+it is given (``arm.read_managed_cluster``).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 from ansible_collections.kueueops.aks.plugins.module_utils.azure import azure_sdk
-from ansible_collections.kueueops.aks.plugins.module_utils.azure.extension_arm import AZURE_MGMT_MODULES
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.arm import AZURE_MGMT_MODULES
 
 # .../collections/ansible_collections/kueueops/aks/plugins/module_utils/azure/azure_sdk.py -> .../collections
 COLLECTIONS = os.path.abspath(os.path.join(os.path.dirname(azure_sdk.__file__), *[os.pardir] * 6))
@@ -33,9 +33,9 @@ def test_the_kubernetes_only_modules_do_not_import_the_azure_sdk():
     import json, sys
     from ansible_collections.kueueops.aks.plugins.modules import kueue_capacity_info, kueue_extension, kueue_drift_info
     before = sorted(m for m in sys.modules if m == 'azure' or m.startswith('azure.'))
-    from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension_arm
-    error = extension_arm.azure_mgmt_import_error()
-    after = [m for m in extension_arm.AZURE_MGMT_MODULES if m in sys.modules]
+    from ansible_collections.kueueops.aks.plugins.module_utils.azure import arm
+    error = arm.azure_mgmt_import_error()
+    after = [m for m in arm.AZURE_MGMT_MODULES if m in sys.modules]
     print(json.dumps({'before': before, 'error': error, 'after': after}))
     """)
     env = dict(os.environ, PYTHONPATH=COLLECTIONS)

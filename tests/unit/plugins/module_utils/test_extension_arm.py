@@ -3,6 +3,7 @@ tests/integration/test_kueue_extension.py and test_extension_path.py, against th
 
 import pytest
 
+from ansible_collections.kueueops.aks.plugins.module_utils.azure import arm as azure_arm
 from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension_arm as ea
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, ModuleFailure
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import KUBE_AUTH_ARGSPEC
@@ -35,8 +36,8 @@ def test_no_ansible_basic_at_import():
 
 
 def test_secrets_of():
-    assert ea.secrets_of(params(secret='sp', configuration_protected_settings={'a': SECRET})) == ['sp', SECRET]
-    assert ea.secrets_of(params()) == [None]
+    assert azure_arm.secrets_of(params(secret='sp', configuration_protected_settings={'a': SECRET})) == ['sp', SECRET]
+    assert azure_arm.secrets_of(params()) == [None]
 
 
 # ---- before Azure is contacted -------------------------------------------------
@@ -223,11 +224,11 @@ class Failing:
 
 def test_require_azure_sdk_names_the_missing_library_and_the_fix(azure_sdk_missing):
     module = Failing()
-    ea.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
+    azure_arm.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
     assert module.failed is None  # everything installed: nothing said
     azure_sdk_missing('azure.mgmt.containerservice')
     with pytest.raises(SystemExit):
-        ea.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
+        azure_arm.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
     msg = module.failed['msg']
     assert 'azure-mgmt-containerservice' in msg, msg
     assert 'to read the agent pools; run `pip install -r requirements.txt` from the kueueops.aks collection in the ' \
@@ -239,5 +240,5 @@ def test_require_azure_sdk_asks_for_azure_identity_first(azure_sdk_missing):
     module = Failing()
     azure_sdk_missing('azure.identity', 'azure.mgmt.containerservice')
     with pytest.raises(SystemExit):
-        ea.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
+        azure_arm.require_azure_sdk(module, 'azure-mgmt-containerservice', reason='to read the agent pools')
     assert 'azure-identity' in module.failed['msg'] and "'azure.identity'" in module.failed['exception']
