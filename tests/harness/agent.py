@@ -153,6 +153,13 @@ class Manager:
         self.ports = {}
         self.visibility = False
         self.visibility_addr = None
+        # The Pod's readinessProbe, as the kubelet keeps it: Ready turns False after failureThreshold probes in a
+        # row fail (or at once when the process exits), not after one slow answer on a loaded machine.
+        probe = (self.container(pod) or {}).get("readinessProbe") or {}
+        self.probe_timeout = float(probe.get("timeoutSeconds") or 1)
+        self.failure_threshold = int(probe.get("failureThreshold") or 3)
+        self.probe_failures = 0
+        self.probed_ready = False
 
     # The container the chart defines: /manager with --config=...
     @staticmethod
@@ -326,14 +333,24 @@ class Manager:
 
     def ready(self) -> bool:
         if not self.proc or self.proc.poll() is not None:
+            self.probed_ready, self.probe_failures = False, 0
             return False
         if any(addr not in self.agent.proxies and addr not in self.agent.blocked for addr in self.ports):
             return False  # a Service address of this Pod does not listen (yet): not an endpoint
         try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.health_port, timeout=1) as resp:
-                return resp.status == 200
+            with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.health_port,
+                                        timeout=self.probe_timeout) as resp:
+                answered = resp.status == 200
         except OSError:
-            return False
+            answered = False
+        if answered:
+            self.probed_ready, self.probe_failures = True, 0
+            return True
+        self.probe_failures += 1
+        if self.probed_ready and self.probe_failures < self.failure_threshold:
+            return True
+        self.probed_ready = False
+        return False
 
     def stop(self, grace: float = 10.0) -> None:
         if self.proc and self.proc.poll() is None:

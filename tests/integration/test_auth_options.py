@@ -20,7 +20,6 @@ import ipaddress
 import os
 import socket
 import threading
-import time
 
 import pytest
 import yaml
@@ -259,10 +258,8 @@ def test_every_option_through_the_groups_check_and_diff_mode_and_the_proxy(
     play = [{"name": "groups", "hosts": "local", "gather_facts": False,
              "module_defaults": {"group/kueueops.aks.kueue": kube_options, "group/kueueops.aks.azure": azure_options},
              "tasks": [{"name": name, "kueueops.aks." + name: args} for name, args in tasks.items()]}]
-    from .kubeutil import wait_for
     # Kueue's status updates settle first (as in the bad-input corpus), so the comparison can only see the run.
-    wait_for("a stable snapshot", lambda: rbac.snapshot(kube) == (time.sleep(2) or rbac.snapshot(kube)), timeout=60)
-    before, ks_before = rbac.snapshot(kube), kustomization()
+    before, ks_before = rbac.stable_snapshot(kube), kustomization()
     result = run_playbook(play, check=True, diff=True, env=env)
     assert result.rc == 0, (result, result.stdout[-3000:])
     assert result.failed == 0

@@ -6,11 +6,12 @@ from __future__ import annotations
 import copy
 import os
 import subprocess
+import time
 
 import yaml
 
 from tests.harness import pki
-from tests.integration.kubeutil import kueue_crd_items, kueue_plurals, metadata_items, resource_versions
+from tests.integration.kubeutil import kueue_crd_items, kueue_plurals, metadata_items, resource_versions, wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RBAC_DIR = os.path.join(REPO, "docs", "rbac")
@@ -108,6 +109,20 @@ def snapshot(kube) -> dict:
         out[("Job", meta["namespace"], meta["name"])] = meta["resourceVersion"]
     out.update(chart_objects(kube))
     return out
+
+
+def stable_snapshot(kube, timeout: float = 60) -> dict:
+    """``snapshot(kube)`` once Kueue's own status updates have settled (two reads 2 s apart agree), so that a comparison
+    with it after a run sees only what the run did: a queue created just before is still being made Active by the
+    manager, and on a loaded machine its status write can land after an unsettled snapshot."""
+    found = {}
+
+    def settled():
+        found["now"] = snapshot(kube)
+        time.sleep(2)
+        return snapshot(kube) == found["now"]
+    wait_for("a stable snapshot", settled, timeout=timeout)
+    return found["now"]
 
 
 def chart_objects(kube) -> dict:

@@ -36,7 +36,6 @@ import copy
 import json
 import os
 import sys
-import time
 
 import pytest
 
@@ -815,7 +814,7 @@ def corpus(kueue, tmp_path_factory):
     wait_for("the corpus queues to be Active", lambda: _active(kube, "clusterqueues", CQ) and _active(
         kube, "localqueues", LQ, TEAM_NS), timeout=120)
     # Kueue's status updates settle: the snapshot is stable before the first case.
-    wait_for("a stable snapshot", lambda: rbac.snapshot(kube) == (time.sleep(2) or rbac.snapshot(kube)), timeout=60)
+    rbac.stable_snapshot(kube)
     folder = tmp_path_factory.mktemp("corpus-files")
     for name, text in FILES.items():
         path = folder / name
