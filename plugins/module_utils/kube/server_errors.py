@@ -19,9 +19,9 @@ A server-side apply dry-run of a Kueue object is refused in four shapes, each re
 * **Kueue's validating webhooks** (HTTP 403, ``admission webhook "..." denied the request: <field errors>``, no
   causes): every ``<path>: <Invalid value|Required value|Forbidden|...>: ...`` of the aggregate is read.
 
-Every CEL rule and webhook check of the Kueue minors in ``kueue_rules_data.py`` (generated from Kueue's source)
-is matched by an entry of ``RULES`` (a unit test keeps it so). What matches nothing still gets the field path
-the server reports and the server's own words.
+Every CEL rule and webhook check of the Kueue minors in ``tests/unit/data/kueue_rules_data.py`` (test data
+generated from Kueue's source) is matched by an entry of ``RULES`` (a unit test keeps it so). What matches nothing
+still gets the field path the server reports and the server's own words.
 """
 
 import difflib
