@@ -4,13 +4,13 @@ source (every ``ansible_collections.kueueops.aks.plugins.module_utils`` import, 
 as ansible-core's AnsiballZ builder finds them)."""
 from __future__ import annotations
 
-import ast
 import os
 import re
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.unit.python_sources import ROOT, imports, plugin_sources
+
 MU = os.path.join(ROOT, 'plugins', 'module_utils')
 BASE = 'ansible_collections.kueueops.aks.plugins.module_utils'
 
@@ -32,35 +32,26 @@ KNOWN_WRITE_CODE = {
 }
 
 
-def module_name(path):
-    """``kube.wait`` for plugins/module_utils/kube/wait.py."""
-    return os.path.relpath(path, MU)[:-3].replace(os.sep, '.')
-
-
-def imports_of(source):
-    """The module_utils modules ``source`` imports, as ``package.module``."""
+def imports_of(source, name='plugins/x.py'):
+    """The module_utils modules ``source`` imports, as ``package.module`` (python_sources.imports reads them)."""
     out = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(BASE + '.'):
-            parts = node.module[len(BASE) + 1:].split('.')
-            if len(parts) == 2:
-                out.add('.'.join(parts))
-            else:
-                out.update('%s.%s' % (parts[0], alias.name) for alias in node.names)
-        elif isinstance(node, ast.Import):
-            out.update(a.name[len(BASE) + 1:] for a in node.names if a.name.startswith(BASE + '.'))
+    for module, names, _relative in imports(name, source):
+        if not module.startswith(BASE + '.'):
+            continue
+        parts = module[len(BASE) + 1:].split('.')
+        if len(parts) == 1 and names:
+            out.update('%s.%s' % (parts[0], n) for n in names)
+        else:
+            out.add('.'.join(parts[:2]))
     return out
 
 
-def graph():
-    found = {}
-    for folder, _dirs, files in os.walk(MU):
-        for name in files:
-            if name.endswith('.py') and name != '__init__.py':
-                path = os.path.join(folder, name)
-                with open(path) as handle:
-                    found[module_name(path)] = imports_of(handle.read())
-    return found
+def graph(sources=None):
+    """{``package.module``: the module_utils it imports} of every module_utils file under plugins/."""
+    sources = sources or plugin_sources()
+    prefix = 'plugins/module_utils/'
+    return {path[len(prefix):-3].replace('/', '.'): imports_of(source, path) for path, source in sources.items()
+            if path.startswith(prefix) and not path.endswith('/__init__.py')}
 
 
 def layer_violations(edges):
@@ -86,8 +77,8 @@ def closure(edges, start):
 
 
 def module_imports(name):
-    with open(os.path.join(ROOT, 'plugins', 'modules', name + '.py')) as handle:
-        return imports_of(handle.read())
+    path = 'plugins/modules/%s.py' % name
+    return imports_of(plugin_sources()[path], path)
 
 
 def test_module_utils_is_packages_each_documented_with_its_rank():

@@ -10,6 +10,8 @@ import tarfile
 
 import pytest
 
+from tests.unit.python_sources import imports, plugin_sources
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTION = 'ansible_collections.kueueops.aks'
 # Top-level names that are folders or files of this repository: an import of one must resolve in the tarball.
@@ -56,21 +58,6 @@ def shipped(tmp_path_factory):
     return set(members), sources
 
 
-def _imports(name, source):
-    """(module, names imported from it or None, relative) for every import of the file."""
-    package = os.path.dirname(name).replace('/', '.')
-    for node in ast.walk(ast.parse(source, name)):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, None, False
-        elif isinstance(node, ast.ImportFrom):
-            module = node.module or ''
-            if node.level:
-                base = package.split('.')[:len(package.split('.')) - node.level + 1]
-                module = '.'.join(base + ([module] if module else []))
-            yield module, [alias.name for alias in node.names], bool(node.level)
-
-
 def _defined(source):
     names = set()
     for node in ast.parse(source).body:
@@ -106,7 +93,7 @@ def test_shipped_python_imports_only_what_is_shipped(shipped):
     files, sources = shipped
     assert 'plugins/module_utils/common/errors.py' in files and 'tests/config.yml' in files
     missing = sorted('%s imports %s' % (name, what) for name, source in sources.items()
-                     for module, names, relative in _imports(name, source)
+                     for module, names, relative in imports(name, source)
                      for what in _missing(module, names, relative, files, sources))
     assert not missing, 'shipped files import what build_ignore leaves out:\n' + '\n'.join(missing)
 
@@ -132,7 +119,7 @@ def test_the_check_sees_an_unshipped_import():
              'tests/reliability/badinput.py', 'tests/integration/__init__.py'}
 
     def missing(source):
-        return [what for module, names, rel in _imports('tests/reliability/test_x.py', source)
+        return [what for module, names, rel in imports('tests/reliability/test_x.py', source)
                 for what in _missing(module, names, rel, files, {})]
     assert missing('from tests.integration.ansible import run_playbook\nfrom . import rbac\nimport tests.harness\n') \
         == ['tests.integration.ansible', 'tests.reliability.rbac', 'tests.harness']
@@ -142,25 +129,13 @@ def test_the_check_sees_an_unshipped_import():
                    'from .badinput import Case\nfrom . import badinput\nimport yaml\nimport os.path\n') == []
 
 
-def _plugin_sources():
-    """{path: source} of every Python file under plugins/ in this checkout (what ships as plugins)."""
-    out = {}
-    for folder, _dirs, names in os.walk(os.path.join(ROOT, 'plugins')):
-        for name in names:
-            if name.endswith('.py'):
-                full = os.path.join(folder, name)
-                with open(full, encoding='utf-8') as handle:
-                    out[os.path.relpath(full, ROOT).replace(os.sep, '/')] = handle.read()
-    return out
-
-
 def plugin_import_problems(sources):
     """What is wrong with the imports of ``sources`` ({path under plugins/: source}): a plugin that imports from
     tests/ (test code and test data are not shipped), and a module of plugins/module_utils that nothing else under
     plugins/ imports (test data or dead code shipped in every module's payload: the rules data of issue 42 was)."""
     problems, imported = [], set()
     for name, source in sorted(sources.items()):
-        for module, names, _relative in _imports(name, source):
+        for module, names, _relative in imports(name, source):
             if module.startswith(COLLECTION + '.'):
                 module = module[len(COLLECTION) + 1:]
             if module.split('.')[0] == 'tests':
@@ -175,7 +150,7 @@ def plugin_import_problems(sources):
 
 
 def test_plugins_import_nothing_from_tests_and_every_module_util_is_used():
-    sources = _plugin_sources()
+    sources = plugin_sources()
     assert 'plugins/module_utils/kube/server_errors.py' in sources
     assert plugin_import_problems(sources) == []
 
