@@ -141,6 +141,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import Ku
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import reader as b
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api import GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import install_method as im
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster, path
 from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_storage import helm_releases
 
@@ -187,7 +188,7 @@ def gather(api_client, namespace, release_name):
     if exporter.served:
         objects, _excluded, raw_queues = b.snapshot(exporter, False, True, extension)
         counts = dict((kind, len(items)) for kind, items in objects.items())
-        for (ns, name), users in sorted(b.multikueue_secret_refs(objects.get('MultiKueueCluster', []),
+        for (ns, name), users in sorted(q.multikueue_secret_refs(objects.get('MultiKueueCluster', []),
                                                                  namespace).items()):
             secrets.append({'namespace': ns, 'name': name, 'clusters': users,
                             'exists': namespace_exists and exporter.read_secret(ns, name) is not None})

@@ -665,7 +665,9 @@ def secret_ref(obj):
 
 
 def multikueue_secret_refs(clusters, namespace):
-    """{(namespace, Secret name): [MultiKueueCluster names]} of the Secrets ``clusters`` reference."""
+    """{(namespace, Secret name): [MultiKueueCluster names]} of the Secrets ``clusters`` reference (v1beta2's
+    ``spec.clusterSource.kubeConfig``, v1beta1's ``spec.kubeConfig``; a ``locationType: Path`` names a file on the
+    manager's disk, not a Secret)."""
     refs = {}
     for obj in clusters:
         _field, name = secret_ref(obj)

@@ -22,7 +22,6 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api impor
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster, manager_container, parallel_map, path, size_pool
 
-AKS_PREFIX = q.AKS_PREFIX
 KUEUE_FINALIZER_PREFIX = GROUP + '/'
 
 
@@ -57,16 +56,7 @@ def normalise(obj, kind=None, api_version=None):
 
 def is_aks_managed(obj, aks_extension):
     """An ``aks-`` object on a cluster running the AKS managed extension (which owns and recreates them)."""
-    return bool(aks_extension) and obj_key(obj)[2].startswith(AKS_PREFIX)
-
-
-def multikueue_secret_refs(clusters, namespace):
-    """{(namespace, secret name): [MultiKueueCluster names]} referenced by MultiKueueClusters.
-
-    v1beta2 has ``spec.clusterSource.kubeConfig``, v1beta1 ``spec.kubeConfig``; a
-    ``locationType: Path`` names a file on the manager's disk, not a Secret.
-    """
-    return q.multikueue_secret_refs(clusters, namespace)
+    return bool(aks_extension) and obj_key(obj)[2].startswith(q.AKS_PREFIX)
 
 
 def sort_objects(objects):
@@ -207,7 +197,7 @@ def snapshot(exporter, include_secrets, include_aks_managed, aks_extension):
                 continue
             items.append(obj)
         objects[kind] = sort_objects(items)
-    refs = multikueue_secret_refs(objects.get('MultiKueueCluster', []), exporter.ns)
+    refs = q.multikueue_secret_refs(objects.get('MultiKueueCluster', []), exporter.ns)
     if include_secrets:
         secrets = []
         for (namespace, name), users in sorted(refs.items()):

@@ -96,7 +96,7 @@ def test_multikueue_secret_refs_both_versions_and_path_ignored():
             'spec': {'kubeConfig': {'location': '/etc/kc', 'locationType': 'Path'}}}
     profile = {'kind': 'MultiKueueCluster', 'metadata': {'name': 'w4'},
                'spec': {'clusterSource': {'clusterProfileRef': {'name': 'p'}}}}
-    assert r.multikueue_secret_refs([v2, v1, path, profile], 'kueue-system') == {
+    assert q.multikueue_secret_refs([v2, v1, path, profile], 'kueue-system') == {
         ('kueue-system', 'w1-secret'): ['w1', 'w2']}
 
 
