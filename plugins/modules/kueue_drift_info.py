@@ -99,6 +99,7 @@ attributes:
 extends_documentation_fragment:
   - kueueops.aks.attributes
   - kueueops.aks.kube_auth
+  - kueueops.aks.chart_values
 notes:
   - Never reports a change. RV(drift) is true when anything is missing, changed, extra, undeclared or differs in
     the install; the playbook C(status.yml) prints the report and fails with C(kueue_fail_on_drift=true).
@@ -169,6 +170,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.drift import drift
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import namespace_name_error
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
+from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_values import chart_value_argspec
 
 
 def main():
@@ -187,6 +189,7 @@ def main():
         extension=dict(type='dict'),
         configuration_settings=dict(type='dict'),
         extension_version=dict(type='str'),
+        **chart_value_argspec()
     ), supports_check_mode=True)
     module.check_namespace('kueue_namespace')
     if namespace_name_error(module.params['release_name'], 'release_name') is not None:

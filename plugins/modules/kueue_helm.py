@@ -199,6 +199,7 @@ attributes:
 extends_documentation_fragment:
   - kueueops.aks.attributes
   - kueueops.aks.kube_auth
+  - kueueops.aks.chart_values
 notes:
   - The collection is tested on Kubernetes 1.34 to 1.37; on a cluster whose API server reports a newer minor, the
     module warns, naming the newest tested one, and goes on.
@@ -320,7 +321,7 @@ finalizers_cleared:
 
 from ansible_collections.kueueops.aks.plugins.module_utils.install.helm_install import KueueHelm
 from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_runner import chart_argspec
-from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_values import HAS_YAML
+from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_values import HAS_YAML, chart_value_argspec
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import KueueOpsModule
 
 
@@ -342,7 +343,7 @@ def main():
         allow_managed_extension=dict(type="bool", default=False),
         allow_minor_change=dict(type="bool", default=False),
         delete_namespace=dict(type="bool", default=False),
-        **chart_argspec()
+        **dict(chart_argspec(), **chart_value_argspec())
     )
     module = KueueOpsModule(argument_spec, supports_check_mode=True,
                             required_if=[("state", "rolled_back", ("rollback_revision",))])

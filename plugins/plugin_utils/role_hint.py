@@ -25,6 +25,8 @@ import re
 
 from ansible.plugins.action.normal import ActionModule as NormalAction
 
+from ansible_collections.kueueops.aks.plugins.plugin_utils import role_variables
+
 # Which role (and playbook) variable sets each module option, by module; "kube" for the options every module has.
 OPTION_VARIABLES = {
     'kube': {
@@ -32,28 +34,7 @@ OPTION_VARIABLES = {
         'context': 'kueue_kube_context',
         'host': 'kueue_kubeconfig (the server of its context)',
     },
-    'kueue_helm': {
-        'chart_version': 'kueue_version',
-        'chart_ref': 'kueue_helm_chart_ref',
-        'plain_http': 'kueue_helm_plain_http',
-        'registry_username': 'kueue_helm_registry_username',
-        'registry_password': 'kueue_helm_registry_password',
-        'registry_ca_file': 'kueue_helm_registry_ca_file',
-        'registry_cert_file': 'kueue_helm_registry_cert_file',
-        'registry_key_file': 'kueue_helm_registry_key_file',
-        'registry_insecure_skip_tls_verify': 'kueue_helm_registry_insecure_skip_tls_verify',
-        'feature_gates': 'kueue_feature_gates',
-        'integrations': 'kueue_integrations',
-        'values': 'kueue_helm_values',
-        'values_files': 'kueue_helm_values_files',
-        'binary_path': 'kueue_helm_binary',
-        'wait': 'kueue_helm_wait',
-        'timeout': 'kueue_helm_timeout',
-        'atomic': 'kueue_helm_atomic',
-        'allow_managed_extension': 'kueue_helm_allow_managed_extension',
-        'release_name': 'kueue_release_name',
-        'release_namespace': 'kueue_namespace',
-    },
+    # kueue_helm: generated from the module's options (role_variables.py), added below.
     'kueue_verify': {
         'namespace': 'kueue_namespace',
         'release_name': 'kueue_release_name',
@@ -133,12 +114,7 @@ OPTION_VARIABLES = {
         'src': 'kueue_resources_src',
         'secrets': 'kueue_secrets',
         'kueue_namespace': 'kueue_namespace',
-        'release_name': 'kueue_release_name',
         'version': 'kueue_version',
-        'feature_gates': 'kueue_feature_gates',
-        'integrations': 'kueue_integrations',
-        'values': 'kueue_helm_values',
-        'values_files': 'kueue_helm_values_files',
         'configuration_settings': 'kueue_extension_configuration_settings',
         'extension_version': 'kueue_extension_version',
     },
@@ -162,14 +138,13 @@ AZURE_VARIABLES = {
 for _module in ('kueue_extension', 'kueue_capacity_info'):
     OPTION_VARIABLES[_module].update(AZURE_VARIABLES)
 
-# kueue_upgrade_plan takes kueue_helm's chart, registry, gate and integration options, set by the same variables.
-OPTION_VARIABLES['kueue_upgrade_plan'] = dict(
-    [(option, OPTION_VARIABLES['kueue_helm'][option]) for option in (
-        'chart_ref', 'plain_http', 'registry_username', 'registry_password', 'registry_ca_file', 'registry_cert_file',
-        'registry_key_file', 'registry_insecure_skip_tls_verify', 'binary_path', 'feature_gates', 'integrations',
-        'release_name')],
-    target_version='kueue_version (kueue_extension_version on the managed extension)',
-    kueue_namespace='kueue_namespace')
+# kueue_helm's options as the roles and playbooks set them, and those of kueue_upgrade_plan and kueue_drift_info that
+# kueue_helm has too, set by the same variables (role_variables.py, written by hack/gen_role_specs.py from the module).
+OPTION_VARIABLES['kueue_helm'] = dict(role_variables.HELM)
+for _module, _options in role_variables.HELM_OPTIONS_OF.items():
+    OPTION_VARIABLES.setdefault(_module, {}).update((option, role_variables.HELM[option]) for option in _options)
+OPTION_VARIABLES['kueue_upgrade_plan'].update(
+    target_version='kueue_version (kueue_extension_version on the managed extension)', kueue_namespace='kueue_namespace')
 
 _OPTION = re.compile(r'[a-z][a-z0-9]*_[a-z0-9_]+')
 _LEADING = re.compile(r'^([a-z_]+):')

@@ -204,3 +204,45 @@ def test_verify_fails_with_the_reason(cluster, kube):
 
     done = run_playbook(uninstall_play())
     assert done.rc == 0, done
+
+
+def test_a_chart_value_option_from_its_role_variable_to_the_pods_the_rerun_and_drift(cluster, kube):
+    """Issue 42, item 4: a Helm option added as kueue_helm's spec, code and documentation only (manager_priority_class,
+    the chart's controllerManager.manager.priorityClassName) works through its role variable, which nothing but
+    hack/gen_role_specs.py wrote: site.yml with kueue_helm_manager_priority_class installs Kueue with it (the real
+    API server's Priority admission gives the manager's Pods that class's priority), the re-run changes nothing,
+    status.yml declaring it finds no drift, and declaring the install without it names the chart value that differs."""
+    status = os.path.join(os.path.dirname(SITE), "status.yml")
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "pc-default"},
+              "spec": {}}
+    declared = {"kueue_helm_manager_priority_class": "system-cluster-critical", "kueue_resources": [flavor]}
+    apps, core = client.AppsV1Api(kube), client.CoreV1Api(kube)
+    try:
+        first = run_playbook(SITE, extravars=declared)
+        assert first.rc == 0, first.stdout[-3000:]
+        values = first.result("Install or upgrade Kueue")["release_values"]
+        assert values["controllerManager"]["manager"]["priorityClassName"] == "system-cluster-critical", values
+        template = apps.read_namespaced_deployment("kueue-controller-manager", "kueue-system").spec.template
+        assert template.spec.priority_class_name == "system-cluster-critical"
+        selector = ",".join("%s=%s" % item for item in sorted(template.metadata.labels.items()))
+        pods = core.list_namespaced_pod("kueue-system", label_selector=selector).items
+        assert pods and all(p.spec.priority_class_name == "system-cluster-critical" and p.spec.priority == 2000000000
+                            for p in pods), [(p.metadata.name, p.spec.priority) for p in pods]
+
+        again = run_playbook(SITE, extravars=declared)
+        assert again.rc == 0 and again.changed == 0, again
+
+        clean = run_playbook(status, extravars=declared)
+        assert clean.rc == 0 and clean.changed == 0, clean.stdout[-3000:]
+        found = clean.result("Compare the declared queue configuration")
+        assert found["drift"] is False and found["install"]["differences"] == [], found
+
+        undeclared = run_playbook(status, extravars={"kueue_resources": [flavor]})
+        assert undeclared.rc == 0, undeclared.stdout[-3000:]
+        found = undeclared.result("Compare the declared queue configuration")
+        assert found["drift"] is True and found["install"]["differences"] == [{
+            "source": "helm values", "key": "controllerManager.manager", "declared": "(absent)",
+            "live": {"priorityClassName": "system-cluster-critical"}}], found["install"]
+    finally:
+        done = run_playbook(uninstall_play())
+        assert done.rc == 0, done

@@ -170,6 +170,19 @@ CASES = [
     # registry is asked: helm-chart-version-other-minor).
     Case("helm-chart-version-absent", "kueue_helm", ["chart_version", "0.19.99"], ["published version", "0.19.2"],
          {"args": helm_args(chart_version="0.19.99")}),
+    # The chart-value option (helm_values.CHART_VALUE_OPTIONS): a name Kubernetes refuses, a PriorityClass the cluster
+    # does not have (the Pods would be refused after the release was written), the same chart value in values too.
+    Case("helm-priority-class-not-a-name", "kueue_helm", ["manager_priority_class", "Critical_Batch"],
+         ["PriorityClass name", "kubectl get priorityclasses"],
+         {"args": helm_args(manager_priority_class="Critical_Batch")}),
+    Case("helm-priority-class-missing", "kueue_helm", ["manager_priority_class", "PriorityClass no-such-class"],
+         ["create the PriorityClass first", "kubectl get priorityclasses"],
+         {"args": helm_args(manager_priority_class="no-such-class")}),
+    Case("helm-priority-class-given-twice", "kueue_helm",
+         ["manager_priority_class", "controllerManager.manager.priorityClassName is given twice"],
+         ["one place only", "manager_priority_class option"],
+         {"args": helm_args(manager_priority_class="system-cluster-critical",
+                            values={"controllerManager": {"manager": {"priorityClassName": "system-node-critical"}}})}),
     Case("helm-managerconfig-misnested", "kueue_helm", ["values", "controllerManager.managerConfig"],
          ["top-level", "managerConfig.controllerManagerConfigYaml"],
          {"args": helm_args(values={"controllerManager": {"managerConfig": {
@@ -562,6 +575,8 @@ CASES = [
          {"args": {"feature_gates": {"NoSuchGate": True}}}),
     Case("drift-unknown-integration", "kueue_drift_info", ["integrations", "example.com/nosuch"], ["Valid frameworks"],
          {"args": {"integrations": ["batch/job", "example.com/nosuch"]}}),
+    Case("drift-priority-class-not-a-name", "kueue_drift_info", ["manager_priority_class", "Critical_Batch"],
+         ["PriorityClass name"], {"args": {"manager_priority_class": "Critical_Batch"}}),
     Case("drift-values-misnested", "kueue_drift_info", ["values", "featureGates"], ["controllerManagerConfigYaml"],
          {"args": {"values": {"featureGates": [{"name": "TopologyAwareScheduling", "enabled": True}]}}}),
     Case("drift-values-file-missing", "kueue_drift_info", ["values_files", "/nonexistent/values.yml"], ["give a path"],

@@ -154,6 +154,17 @@ CASES = [
       playbook=SITE, vars={"kueue_install_method": "extension", "kueue_aks_resource_group": "rg-batch",
                            "kueue_aks_cluster_name": "aks-batch", "kueue_helm_registry_ca_file": "/etc/registry-ca.pem",
                            "kueue_helm_registry_insecure_skip_tls_verify": True}),
+    # A new Helm option (kueue_helm's manager_priority_class) reaches the role with no edit of it: its variable is
+    # refused on the extension path, and the module's refusal names it (hack/gen_role_specs.py).
+    C("priority-class-on-extension", "install",
+      ["kueue_install_method is extension", "kueue_helm_manager_priority_class"], ["kueue_install_method: helm"],
+      playbook=SITE, vars={"kueue_install_method": "extension", "kueue_aks_resource_group": "rg-batch",
+                           "kueue_aks_cluster_name": "aks-batch",
+                           "kueue_helm_manager_priority_class": "system-cluster-critical"}),
+    C("priority-class-missing", "install",
+      ["kueue_helm_manager_priority_class", "PriorityClass batch-critical does not exist"],
+      ["create the PriorityClass first"],
+      playbook=SITE, vars={"kueue_helm_manager_priority_class": "batch-critical"}),
     C("chart-ref-unreachable", "install", ["kueue_helm_chart_ref", "127.0.0.1"], ["registry"],
       playbook=SITE, vars={"kueue_helm_chart_ref": "oci://127.0.0.1:{closed_port}/charts/kueue"}),
     # ---------------------------------------------------------------- environment

@@ -25,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PLAYBOOKS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "playbooks", "*.yml")))
 GUIDE = os.path.join(ROOT, "docs", "docsite", "rst", "playbooks.rst")
 SHARED_TASKS = os.path.join(ROOT, "roles", "kueue", "tasks")
+ROLE_VARS = os.path.join(ROOT, "roles", "kueue", "vars", "main.yml")
 JOB_ROLES = {"install", "configure_queues", "uninstall_with_backup", "upgrade", "multikueue"}
 # Ansible's own variables a playbook may read (its special variables); every variable of the collection is kueue_*.
 ANSIBLE_VARIABLES = {"ansible_check_mode", "ansible_play_hosts", "ansible_play_hosts_all", "ansible_play_batch",
@@ -113,6 +114,14 @@ def user_variables(playbook: str) -> frozenset:
         if name not in ENTRY_POINTS and name not in JOB_ROLES:
             read |= read_names(tasks)
         todo.extend(runs(tasks))
+    # The variables files it loads (vars_files), and the shared role's vars/main.yml when it runs the role: what they
+    # set is the collection's, what their templates read the playbook reads.
+    files = [os.path.join(ROOT, "playbooks", path) for node in _nodes(data) for path in node.get("vars_files") or []]
+    files += [ROLE_VARS] if seen else []
+    for path in files:
+        values = _load(path)
+        read |= read_names(values)
+        assigned |= set(values)
     return frozenset(read - assigned)
 
 

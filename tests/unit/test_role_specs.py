@@ -22,7 +22,8 @@ def _load(*path):
         return yaml.safe_load(handle)
 
 
-SOURCE = _load('roles', 'kueue', 'meta', 'entry_points.yml')['entry_points']
+# The entry points as the generator composes them: roles/kueue/meta/entry_points.yml, and the kueue_helm variables.
+SOURCE = gen.load_source()
 SHARED = _load('roles', 'kueue', 'meta', 'argument_specs.yml')['argument_specs']
 
 
@@ -100,3 +101,85 @@ def test_the_multikueue_entry_point_takes_the_install_and_configure_queues_optio
     for name, spec in queues.items():
         if name not in install:
             assert multikueue.get(name) == spec, name
+
+
+# ---- kueue_helm's options in one place (issue 42, item 4)
+
+def test_the_generated_vars_and_role_variables_are_what_the_generator_writes():
+    for path, text in ((gen.VARS, gen.render_vars()), (gen.ROLE_VARIABLES, gen.render_role_variables())):
+        with open(path) as handle:
+            assert handle.read() == text, "%s is out of date: run .venv/bin/python hack/gen_role_specs.py" % path
+
+
+def test_every_kueue_helm_option_is_a_variable_of_the_entry_points_that_install():
+    variables = gen.helm_variables()
+    assert variables["chart_version"] == "kueue_version" and variables["binary_path"] == "kueue_helm_binary"
+    assert not set(variables) & set(gen.HELM_TASK_OPTIONS)
+    for entry in gen.HELM_ENTRY_POINTS:
+        assert set(variables.values()) <= set(SOURCE[entry]["options"]), entry
+
+
+def test_each_module_default_is_an_option_of_its_module():
+    values = _load("roles", "kueue", "vars", "main.yml")
+    for module in gen.HELM_OPTION_MODULES:
+        defaults = values["%s_module_defaults" % module]
+        assert defaults and set(defaults) <= set(gen.module_options(module)), module
+
+
+def _kueue_helm_tasks():
+    """(file, task) of every task of the roles and playbooks that calls one of gen.HELM_OPTION_MODULES."""
+    paths = [os.path.join(ROOT, "roles", "kueue", "tasks", f) for f in os.listdir(os.path.join(ROOT, "roles", "kueue",
+                                                                                               "tasks"))]
+    paths += [os.path.join(ROOT, "playbooks", f) for f in os.listdir(os.path.join(ROOT, "playbooks"))
+              if f.endswith(".yml")]
+    found = []
+
+    def walk(node, inherited, path):
+        if isinstance(node, list):
+            for item in node:
+                walk(item, inherited, path)
+        elif isinstance(node, dict):
+            here = dict(inherited, **(node.get("module_defaults") or {}))
+            for module in gen.HELM_OPTION_MODULES:
+                if "kueueops.aks." + module in node:
+                    found.append((os.path.relpath(path, ROOT), module, node, here))
+            for key in ("block", "rescue", "always", "tasks"):
+                walk(node.get(key), here, path)
+
+    for path in paths:
+        walk(_load(os.path.relpath(path, ROOT)), {}, path)
+    return found
+
+
+def test_the_tasks_take_the_options_from_the_one_mapping():
+    """Every install, upgrade, preflight, plan and drift task takes kueue_helm's options from the generated mapping
+    (module_defaults), not from a copy of its own: at most the few arguments that differ from the variables."""
+    tasks = _kueue_helm_tasks()
+    with_mapping = [(path, module) for path, module, task, defaults in tasks
+                    if defaults.get("kueueops.aks." + module) == "{{ %s_module_defaults }}" % module]
+    assert len(with_mapping) >= 7, with_mapping
+    for path, module, task, defaults in tasks:
+        args = task["kueueops.aks." + module]
+        args = args if isinstance(args, dict) else {}
+        repeated = [name for name, value in args.items() if isinstance(value, str) and
+                    any("{{ %s" % variable in value for variable in gen.helm_variables().values())
+                    and name in gen.helm_variables()]
+        if ("kueueops.aks." + module) in defaults:
+            assert not repeated, (path, repeated)
+
+
+def test_a_new_kueue_helm_option_reaches_every_place_from_the_modules_documentation():
+    """The proof of item 4: an option added to kueue_helm's documentation (its argument spec agrees, validate-modules)
+    is a role variable in the install, upgrade and multikueue specs, in the module_defaults of every kueue_helm task,
+    in the Helm-only options refused on the managed extension, and in role_hint's table, with nothing else edited."""
+    options = dict(gen.module_options(gen.HELM), release_channel={
+        "description": ["The O(chart_ref) channel, see O(values)."], "type": "str"})
+    source = gen.with_helm_options(_load("roles", "kueue", "meta", "entry_points.yml")["entry_points"], options)
+    for entry in gen.HELM_ENTRY_POINTS:
+        assert source[entry]["options"]["kueue_helm_release_channel"] == {
+            "description": ["The O(kueue_helm_chart_ref) channel, see O(kueue_helm_values)."], "type": "str"}
+    assert gen.helm_vars(options)["kueue_helm_module_defaults"]["release_channel"] == (
+        "{{ kueue_helm_release_channel | default(omit) }}")
+    assert "'kueue_helm_release_channel' if kueue_helm_release_channel | default('', true) | length > 0 else ''" in (
+        gen.helm_only_options(options))
+    assert "'release_channel': 'kueue_helm_release_channel'," in gen.render_role_variables(options)

@@ -250,7 +250,8 @@ def declared_values(release, params):
     hv.check_catalog(version, gates, integrations)
     user_values = hv.deep_merge(hv.load_values_files(params.get('values_files') or []), params.get('values') or {})
     default_cfg = mc.get_path(chart.get('values') or {}, hv.CONFIG_PATH)
-    return hv.normalize(hv.render_values(version, gates, integrations, user_values, default_cfg))
+    return hv.normalize(hv.render_values(version, gates, integrations, user_values, default_cfg,
+                                         option_params=params))
 
 
 def _configuration_of_values(values, chart_values):

@@ -26,6 +26,7 @@ with "feature gates for CLI and configuration cannot both specified" when
 import copy
 import json
 import os
+import re
 
 try:
     import yaml
@@ -41,6 +42,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue.manager_config 
 CONFIG_PATH = "managerConfig.controllerManagerConfigYaml"
 GATES_PATH = "controllerManager.featureGates"
 CONFIGMAP_KEY = "controller_manager_config.yaml"
+_OBJECT_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 _RIGHT_SHAPE = (
     "The chart reads exactly two Kueue-specific paths: controllerManager.featureGates (a list of "
@@ -245,7 +247,8 @@ def chart_default_config_yaml(chart_values_text):
     return cfg
 
 
-def render_values(version, feature_gates, integrations, user_values, default_manager_config_yaml, notes=None):
+def render_values(version, feature_gates, integrations, user_values, default_manager_config_yaml, notes=None,
+                  option_params=None):
     """The values dict to hand to helm.
 
     * ``feature_gates`` -> ``controllerManager.featureGates`` (sorted list of {name, enabled}).
@@ -256,6 +259,7 @@ def render_values(version, feature_gates, integrations, user_values, default_man
       kept. When the user's values already carry a Configuration string without
       ``integrations.frameworks``, that Configuration is the base instead.
     * ``user_values`` are deep-merged underneath.
+    * The chart-value options of ``option_params`` (``CHART_VALUE_OPTIONS``) are laid over the rest.
 
     * A Configuration of the user's in an apiVersion the Kueue version no longer
       decodes (the AKS document's config.kueue.x-k8s.io/v1beta1 for Kueue
@@ -295,7 +299,7 @@ def render_values(version, feature_gates, integrations, user_values, default_man
     else:
         _convert_user_config(version, user_values, notes)
 
-    final = deep_merge(user_values, rendered)
+    final = deep_merge(deep_merge(user_values, rendered), chart_option_values(option_params or {}, user_values))
     conflict = detect_feature_gate_conflict(final, default_manager_config_yaml)
     if conflict:
         raise KueueOpsError(conflict[0], field="feature_gates",
@@ -420,6 +424,55 @@ def _convert_user_config(version, user_values, notes):
     if converted is not cfg:
         user_values["managerConfig"]["controllerManagerConfigYaml"] = yaml.safe_dump(
             converted, default_flow_style=False, sort_keys=False)
+
+
+# The module options that set one chart value each: kueue_helm renders them into the release's values and
+# kueue_drift_info into the values it declares. A row: the option, its argument spec, the chart path it sets (read by
+# every chart of the catalog's minors, 0.13 through 0.19), and the cluster object its value must name, if any
+# (api_path(group_version, plural) + the value; refused before any write when missing). A new option is its row, its
+# documentation in the chart_values doc fragment, and its tests: hack/gen_role_specs.py gives it a role variable
+# (kueue_helm_<option>) in the role specs, in every kueue_helm task of the roles and playbooks, in the Helm-only
+# options the extension path refuses and in the role's failure hints.
+CHART_VALUE_OPTIONS = (
+    ("manager_priority_class", dict(type="str"), "controllerManager.manager.priorityClassName",
+     ("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass")),
+)
+
+
+def chart_value_argspec():
+    """A copy of the chart-value options' argument spec (kueue_helm, kueue_drift_info)."""
+    return dict((name, dict(spec)) for name, spec, _path, _names in CHART_VALUE_OPTIONS)
+
+
+def chart_option_values(params, user_values):
+    """The chart values the chart-value options of ``params`` set, as a nested mapping to lay over the rest.
+    Refused: a value that is not a Kubernetes object name where it names one, and a path ``user_values`` (values,
+    values_files) sets as well."""
+    rendered = {}
+    for name, _spec, path, names in CHART_VALUE_OPTIONS:
+        value = params.get(name)
+        if value is None:
+            continue
+        if names and not _OBJECT_NAME.match(value):
+            raise KueueOpsError("%r is not a %s name (lowercase letters, digits, '-' and '.', at most 253)"
+                                % (value, names[2]), field=name, fix="give the name of an existing %s, as "
+                                "kubectl get %s lists them" % (names[2], names[1]))
+        if get_path(user_values, path) is not None:
+            raise KueueOpsError("%s is given twice: by the %s option and by values (or values_files) %s"
+                                % (path, name, path), field=name,
+                                fix="set it in one place only, preferably the %s option" % name)
+        node = rendered
+        keys = path.split(".")
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = value
+    return rendered
+
+
+def chart_option_objects(params):
+    """``[(option, group_version, plural, kind, name)]``: the cluster objects the options of ``params`` name."""
+    return [(name, names[0], names[1], names[2], params[name]) for name, _spec, _path, names in CHART_VALUE_OPTIONS
+            if names and params.get(name) is not None]
 
 
 def normalize(values):

@@ -31,6 +31,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_runner impo
 )
 from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_values import (
     chart_default_config_yaml,
+    chart_option_objects,
     check_catalog,
     deep_merge,
     detect_misnested_values,
@@ -237,6 +238,19 @@ class KueueHelm(ModuleRun):
     def managed_extension(self):
         found = self.cluster.items(api_path("apps/v1", "deployments"), fieldSelector="metadata.name=kueue-extension")
         return ["%s/%s" % (d["metadata"]["namespace"], d["metadata"]["name"]) for d in found]
+
+    def check_named_objects(self):
+        """Refuse a chart-value option naming a cluster object that does not exist (the chart would render it, and
+        the Kueue Pods would then be refused after the release was written)."""
+        for option, group_version, plural, kind, name in chart_option_objects(self.p):
+            try:
+                found = self.cluster.get(api_path(group_version, plural, name=name))
+            except ApiException as exc:
+                raise describe_kube_error(exc)
+            if found is None:
+                raise KueueOpsError("%s %s does not exist in this cluster" % (kind, name), field=option,
+                                    fix="create the %s first (kubectl get %s lists the existing ones), or give "
+                                        "one of those" % (kind, plural))
 
     def release(self, runner):
         return runner.list_release(self.p["release_name"], self.p["release_namespace"])
@@ -458,7 +472,8 @@ class KueueHelm(ModuleRun):
         user_values = deep_merge(file_values, p["values"] or {})
         notes = []
         values = render_values(version, p.get("feature_gates"), p.get("integrations"), user_values, default_cfg,
-                               notes=notes)
+                               notes=notes, option_params=p)
+        self.check_named_objects()
         for note in notes:
             self.notice(note)
         result["notices"] = list(self.notices)

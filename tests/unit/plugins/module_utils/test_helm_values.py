@@ -1,11 +1,14 @@
 """helm_values: rendering Kueue values the chart understands, and catching the ones it ignores."""
 
+import os
+
 import pytest
 import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_values as hv
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import manager_config as mc
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
+from tests.prerequisites import kueue_module, kueue_module_reason, require
 
 SEED_GATES = {"TopologyAwareScheduling": True, "LocalQueueMetrics": True}
 SEED_FRAMEWORKS = [
@@ -282,3 +285,50 @@ def test_what_the_conversion_drops_is_refused_naming_the_key(key, yaml_text, rep
         alpha = "apiVersion: config.kueue.x-k8s.io/v1alpha9\n"
         hv.render_values("0.20.6", None, None, {"managerConfig": {"controllerManagerConfigYaml": alpha}}, None)
     assert "does not understand" in err.value.problem
+
+
+# ---- the chart-value options (CHART_VALUE_OPTIONS; issue 42, item 4)
+
+def test_a_chart_value_option_sets_its_chart_path_over_the_rest():
+    values = hv.render_values("0.19.2", None, None, {"controllerManager": {"replicas": 2}}, None,
+                              option_params={"manager_priority_class": "system-cluster-critical"})
+    assert values == {"controllerManager": {"replicas": 2, "manager": {"priorityClassName": "system-cluster-critical"}}}
+
+
+def test_an_unset_chart_value_option_renders_nothing():
+    assert hv.render_values("0.19.2", None, None, {}, None, option_params={"manager_priority_class": None}) == {}
+    assert hv.render_values("0.19.2", None, None, {}, None) == {}
+
+
+def test_a_chart_value_given_twice_is_refused_naming_the_option():
+    user = {"controllerManager": {"manager": {"priorityClassName": "high"}}}
+    with pytest.raises(KueueOpsError) as err:
+        hv.render_values("0.19.2", None, None, user, None, option_params={"manager_priority_class": "low"})
+    assert err.value.field == "manager_priority_class"
+    assert "controllerManager.manager.priorityClassName is given twice" in err.value.message()
+
+
+@pytest.mark.parametrize("name", ["High", "-high", "high_prio", "a" * 254, ""])
+def test_a_chart_value_option_naming_an_object_refuses_a_name_kubernetes_refuses(name):
+    with pytest.raises(KueueOpsError) as err:
+        hv.chart_option_values({"manager_priority_class": name}, {})
+    assert err.value.field == "manager_priority_class" and "PriorityClass name" in err.value.message()
+
+
+def test_the_objects_the_options_name_and_the_argument_spec():
+    assert hv.chart_option_objects({"manager_priority_class": "system-cluster-critical"}) == [
+        ("manager_priority_class", "scheduling.k8s.io/v1", "priorityclasses", "PriorityClass",
+         "system-cluster-critical")]
+    assert hv.chart_option_objects({}) == []
+    assert hv.chart_value_argspec() == {"manager_priority_class": {"type": "str"}}
+
+
+@pytest.mark.parametrize("version", ["0.19.2", "0.18.4", "0.17.0", "0.15.0"])
+def test_every_chart_value_option_is_a_path_the_chart_reads(version):
+    """The chart path of each row is in the values.yaml of every Kueue chart of the toolchain (hack/versions.env)."""
+    module = require(kueue_module(version), kueue_module_reason(version))
+    with open(os.path.join(module, "charts", "kueue", "values.yaml")) as handle:
+        chart = yaml.safe_load(handle)
+    for name, _spec, dotted, _names in hv.CHART_VALUE_OPTIONS:
+        parent, _dot, key = dotted.rpartition(".")
+        assert key in (mc.get_path(chart, parent) or {}), (version, name)

@@ -1,13 +1,12 @@
 """plugin_utils/role_hint.py: the role variable named in a module failure of the kueue role and playbooks."""
 from __future__ import annotations
 
-import ast
 import gc
 import importlib
+import importlib.util
 import os
 
 import pytest
-import yaml
 
 from ansible_collections.kueueops.aks.plugins.plugin_utils import role_hint
 
@@ -47,27 +46,14 @@ def test_only_the_collections_own_tasks_get_the_hint(task_path, expected):
     assert role_hint.in_collection(task_path) is expected
 
 
-def _docs(path, owner=None):
-    """The YAML documentation assignments of a module file, or of a doc fragment class, by name."""
-    with open(path) as handle:
-        tree = ast.parse(handle.read())
-    body = tree.body
-    if owner:
-        body = next(n.body for n in body if isinstance(n, ast.ClassDef) and n.name == owner)
-    return dict((n.targets[0].id, yaml.safe_load(n.value.value)) for n in body
-                if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str))
+_SPEC = importlib.util.spec_from_file_location("gen_role_specs", os.path.join(REPO, "hack", "gen_role_specs.py"))
+gen = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(gen)
 
 
 def _module_options(name):
     """The option names of a module's DOCUMENTATION and of this collection's doc fragments it extends."""
-    doc = _docs(os.path.join(MODULES, name + ".py"))["DOCUMENTATION"]
-    options = set(doc.get("options") or {})
-    for fragment in doc.get("extends_documentation_fragment") or []:
-        if fragment.startswith("kueueops.aks."):
-            file_name, _dot, section = fragment[len("kueueops.aks."):].partition(".")
-            fragments = _docs(os.path.join(REPO, "plugins", "doc_fragments", file_name + ".py"), "ModuleDocFragment")
-            options |= set(fragments[(section or "documentation").upper()].get("options") or {})
-    return options
+    return set(gen.module_options(name))
 
 
 @pytest.mark.parametrize("module", sorted(m for m in role_hint.OPTION_VARIABLES if m != "kube"))
