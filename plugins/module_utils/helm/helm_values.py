@@ -461,11 +461,9 @@ def chart_option_values(params, user_values):
             raise KueueOpsError("%s is given twice: by the %s option and by values (or values_files) %s"
                                 % (path, name, path), field=name,
                                 fix="set it in one place only, preferably the %s option" % name)
-        node = rendered
-        keys = path.split(".")
-        for key in keys[:-1]:
-            node = node.setdefault(key, {})
-        node[keys[-1]] = value
+        for key in reversed(path.split(".")):
+            value = {key: value}
+        rendered = deep_merge(rendered, value)
     return rendered
 
 
