@@ -115,6 +115,23 @@ def workload_counts(workloads, local_queues, cluster_queues):
     }
 
 
+def served_kinds(cluster):
+    """(kind -> the version the cluster serves it at, the Workload API's version or None): the one discovery of
+    Kueue's kinds, every reader's (KueueReader, Exporter). v1beta2 preferred, then v1beta1; v1alpha1 only for the
+    kinds older Kueue served there (Cohort, Topology on Kueue 0.13), which a backup must not leave out either."""
+    served, workloads = {}, None
+    for version in (api.ALPHA,) + tuple(reversed(api.VERSIONS)):  # v1alpha1, v1beta1, v1beta2 overrides
+        names = cluster.served('%s/%s' % (api.GROUP, version))
+        if names is None:
+            continue
+        for kind in (api.ALPHA_KINDS if version == api.ALPHA else api.KUEUE_KINDS):
+            if api.PLURALS[kind] in names:
+                served[kind] = version
+        if version != api.ALPHA and 'workloads' in names:
+            workloads = version
+    return served, workloads
+
+
 class Exporter:
     """Reads what a backup holds from the cluster."""
 
@@ -126,17 +143,8 @@ class Exporter:
         self.workloads_version = None
 
     def discover(self):
-        """kind -> served version of the Kueue kinds, v1beta2 preferred."""
-        served = {}
-        for version in ('v1beta1', 'v1beta2'):  # v1beta2 overrides
-            names = self.cluster.served('%s/%s' % (GROUP, version))
-            if names is None:
-                continue
-            for kind in KUEUE_KINDS:
-                if PLURALS[kind] in names:
-                    served[kind] = version
-            if 'workloads' in names:
-                self.workloads_version = version
+        """kind -> served version of the Kueue kinds (``served_kinds``), and the Workload API's version."""
+        served, self.workloads_version = served_kinds(self.cluster)
         if not served:
             raise KueueOpsError('the cluster does not serve the %s API group (v1beta2 or v1beta1): there is no Kueue '
                                 'configuration to back up' % GROUP, field='kubeconfig',
@@ -248,16 +256,9 @@ class KueueReader:
 
     # --------------------------------------------------------- discovery
     def discover(self):
-        """kind -> served version, v1beta2 preferred (v1alpha1 only for the kinds older Kueue served
-        there: Topology on Kueue 0.13). Raises KueueOpsError if Kueue is not served."""
-        served = {}
-        for version in (api.ALPHA,) + tuple(reversed(api.VERSIONS)):  # v1alpha1, v1beta1, v1beta2 overrides
-            names = self.cluster.served('%s/%s' % (api.GROUP, version))
-            if names is None:
-                continue
-            for kind in (api.ALPHA_KINDS if version == api.ALPHA else api.KUEUE_KINDS):
-                if api.PLURALS[kind] in names:
-                    served[kind] = version
+        """kind -> served version (``served_kinds``), the core kinds a configuration holds too. Raises KueueOpsError
+        if Kueue is not served."""
+        served = served_kinds(self.cluster)[0]
         if not served:
             raise KueueOpsError('the cluster does not serve the %s API group (v1beta2 or v1beta1)' % api.GROUP,
                                 field='resources', fix='install Kueue first (kueueops.aks.kueue_helm) and check '

@@ -394,3 +394,24 @@ def test_snapshot_reads_page_by_page_and_keeps_the_queues_normalised():
     assert counts['local_queues'][1] == {'namespace': 'ns', 'name': 'q', 'cluster_queue': 'team', 'pending': 1,
                                          'admitted': 0}
     assert [c['name'] for c in counts['cluster_queues']] == ['aks-gpu', 'team']
+
+
+def test_every_reader_discovers_the_kinds_alike_v1alpha1_ones_of_older_kueue_included():
+    """One discovery (reader.served_kinds) for the backup's Exporter and the queues' KueueReader: on a Kueue 0.13-like
+    cluster (Cohort and Topology at v1alpha1 only, the rest at v1beta1) a backup reads the Topologies too."""
+    served = {'kueue.x-k8s.io/v1alpha1': ['cohorts', 'topologies'],
+              'kueue.x-k8s.io/v1beta1': ['clusterqueues', 'localqueues', 'resourceflavors', 'workloads']}
+    exporter = r.Exporter(None, 'kueue-system')
+    exporter.cluster = FakeCluster(served=served)
+    found = exporter.discover()
+    assert found == {'Cohort': 'v1alpha1', 'Topology': 'v1alpha1', 'ClusterQueue': 'v1beta1',
+                     'LocalQueue': 'v1beta1', 'ResourceFlavor': 'v1beta1'}
+    assert exporter.workloads_version == 'v1beta1'
+    reader = r.KueueReader.__new__(r.KueueReader)
+    reader.cluster = FakeCluster(served=served)
+    assert dict((k, v) for k, v in reader.discover().items() if k in found) == found
+    # v1beta2 wins where both are served; the Workload API's version follows it
+    served['kueue.x-k8s.io/v1beta2'] = ['clusterqueues', 'topologies', 'workloads']
+    assert r.served_kinds(FakeCluster(served=served)) == ({
+        'Cohort': 'v1alpha1', 'Topology': 'v1beta2', 'ClusterQueue': 'v1beta2', 'LocalQueue': 'v1beta1',
+        'ResourceFlavor': 'v1beta1'}, 'v1beta2')
