@@ -12,11 +12,13 @@ One run:
 4. a server-side apply dry-run (``dryRun=All``, ``fieldValidation=Strict``) of
    EVERY object, so the CRD schema, CEL rules and Kueue's webhooks judge all of
    them; every failure is collected and nothing is written if there is one;
-5. the dry-run result is compared with the live object to decide
-   created/updated/unchanged (``queues.apply_changes``); unchanged objects are not
-   written at all, so an idempotent run makes no write request;
-6. apply in dependency order, concurrently within a kind (one shared ApiClient:
-   its urllib3 PoolManager is thread-safe and the pool is sized to the workers);
+5. the plan, a value (``kueue/plan.py``, pure): each object created, updated,
+   unchanged or pruned, and why, from the dry-run result against the live object
+   (``queues.apply_changes``); unchanged objects are not written at all, so an
+   idempotent run makes no write request; check mode and --diff render the plan;
+6. ``Executor`` writes the plan in dependency order, concurrently within a kind
+   (one shared ApiClient: its urllib3 PoolManager is thread-safe and the pool is
+   sized to the workers), recording each confirmed write in one ``Progress``;
 7. prune, in reverse order; 8. wait for ``Active=True`` with watches.
 
 Everything raises ``KueueOpsError`` / ``QueueProblems``; nothing is meant to
