@@ -7,11 +7,11 @@ Two halves, both reported per object or per key with the declared and the live v
 
 - **Queue objects**: the declared Kueue objects (``kueue_resources`` / ``kueue_resources_src`` / ``kueue_secrets``,
   loaded, normalised and validated as kueue_queues does, without its server-side dry-run, which needs write
-  permissions) against one LIST per kind, as kueue_queues' plan (kueue/plan.py) judged by declared field (``by_fields``)
-  and read without writing: ``missing`` (declared, not in the cluster), ``changed`` (each declared
-  field whose live value differs, quantities compared by amount), ``extra`` (applied by this collection's field manager, no longer declared:
-  what ``prune`` would delete) and ``undeclared`` (Kueue objects nobody declared here). Secret values are never
-  shown (``errors.REDACTED``).
+  permissions) against one LIST per kind, as kueue_queues' plan (kueue/plan.py) judged by declared field
+  (``by_fields``) and read without writing: ``missing`` (declared, not in the cluster), ``changed`` (each declared
+  field whose live value differs, quantities compared by amount), ``extra`` (applied by this collection's field
+  manager, no longer declared: what ``prune`` would delete) and ``undeclared`` (Kueue objects nobody declared here).
+  Secret values are never shown (``errors.REDACTED``).
 - **The install**: on Helm, the release's values (Helm's own record, no helm binary) against the values the
   ``kueue_*`` variables render (``helm_values.render_values``, as kueue_helm renders them, with the chart default
   Configuration of the installed chart), the manager's live Configuration (its ConfigMap, parsed) against the one

@@ -827,7 +827,8 @@ class Executor:
             stored, errs = self.engine.apply_kind(group, force=self.force, expected=self.expected)
             self._record(stored)
             if errs:
-                raise QueueProblems(scrub_problems(errs, self.masked), 'apply of %s (earlier kinds were applied)' % kind)
+                raise QueueProblems(scrub_problems(errs, self.masked),
+                                    'apply of %s (earlier kinds were applied)' % kind)
 
     def _release(self):
         if not self.hold:

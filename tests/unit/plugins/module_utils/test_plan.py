@@ -17,7 +17,8 @@ NEW_NS_LQ = ('LocalQueue', 'team-new', 'q')
 
 
 def rf():
-    return {'apiVersion': V, 'kind': 'ResourceFlavor', 'metadata': {'name': 'default'}, 'spec': {'nodeLabels': {'pool': 'a'}}}
+    return {'apiVersion': V, 'kind': 'ResourceFlavor', 'metadata': {'name': 'default'},
+            'spec': {'nodeLabels': {'pool': 'a'}}}
 
 
 def cq(quota='4', stop=None):
@@ -154,7 +155,8 @@ def test_drift_is_the_same_plan_judged_by_field_without_a_dry_run():
     assert plan.build([cq('4')], live, drift.by_fields()).entries[0].action == 'unchanged'
     headers = [(d['before_header'], d['after_header']) for d in found.diff(labels=drift.DRIFT_LABELS)]
     assert headers == [('ClusterQueue a (live)', 'ClusterQueue a (declared)'),
-                       ('(missing)', 'LocalQueue team-a/q (declared)'), ('ClusterQueue old (live)', '(no longer declared)')]
+                       ('(missing)', 'LocalQueue team-a/q (declared)'),
+                       ('ClusterQueue old (live)', '(no longer declared)')]
 
 
 def test_ref_names_an_object_as_every_result_lists_it():
