@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from collections import namedtuple
+from dataclasses import dataclass, field
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import managed_fields
@@ -61,25 +62,20 @@ def entry(key, action, declared, before, after=None, reason=None):
                  declared if after is None else after, ())
 
 
+@dataclass(frozen=True)
 class Plan:
     """What a run does, object by object (``entries``: the declared objects in dependency order, then the pruned
     ones in the order they were given), and the namespaces it creates for its LocalQueues (``namespaces``, sorted).
     A value: built once by ``build``, never changed after."""
 
-    __slots__ = ('entries', 'namespaces', '_actions')
+    entries: tuple
+    namespaces: tuple = ()
+    _actions: dict = field(init=False, repr=False, compare=False)
 
-    def __init__(self, entries, namespaces=()):
-        self.entries = tuple(entries)
-        self.namespaces = tuple(namespaces)
-        self._actions = dict((e.key, e.action) for e in self.entries)
-
-    def __repr__(self):
-        return 'Plan(%r, %r)' % (self.entries, self.namespaces)
-
-    def __eq__(self, other):
-        return isinstance(other, Plan) and (self.entries, self.namespaces) == (other.entries, other.namespaces)
-
-    __hash__ = None  # its entries hold the objects (dicts)
+    def __post_init__(self):
+        object.__setattr__(self, 'entries', tuple(self.entries))
+        object.__setattr__(self, 'namespaces', tuple(self.namespaces))
+        object.__setattr__(self, '_actions', dict((e.key, e.action) for e in self.entries))
 
     @property
     def objects(self):

@@ -5,6 +5,9 @@ created, updated, left unchanged and pruned, and why; check mode's and --diff's 
 same plan judged by declared field."""
 
 import copy
+import dataclasses
+
+import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils.drift import drift
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import plan
@@ -94,6 +97,8 @@ def test_a_dry_run_equal_to_the_live_object_is_unchanged_and_a_plan_is_a_value()
     assert one == plan.build([cq()], copy.deepcopy(live), plan.by_dry_run(copy.deepcopy(dry), set()))
     assert one.namespaces == () and one.writes == 0 and one.to_apply == []
     assert isinstance(one.entries, tuple) and one == plan.Plan(one.entries) and one != plan.Plan(())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.entries = ()
     # Another field manager's dry-run result takes fields over: a write.
     taken = plan.build([cq()], live, plan.by_dry_run({CQ: stored(cq(), manager='other')}, set()))
     assert taken.entries[0].action == 'updated'
