@@ -7,10 +7,11 @@ Two halves, both reported per object or per key with the declared and the live v
 
 - **Queue objects**: the declared Kueue objects (``kueue_resources`` / ``kueue_resources_src`` / ``kueue_secrets``,
   loaded, normalised and validated as kueue_queues does, without its server-side dry-run, which needs write
-  permissions) against one LIST per kind: ``missing`` (declared, not in the cluster), ``changed`` (each declared
-  field whose live value differs, quantities compared by amount), ``extra`` (applied by this collection's field manager, no longer declared:
-  what ``prune`` would delete) and ``undeclared`` (Kueue objects nobody declared here). Secret values are never
-  shown (``errors.REDACTED``).
+  permissions) against one LIST per kind, as kueue_queues' plan (kueue/plan.py) judged by declared field
+  (``by_fields``) and read without writing: ``missing`` (declared, not in the cluster), ``changed`` (each declared
+  field whose live value differs, quantities compared by amount), ``extra`` (applied by this collection's field
+  manager, no longer declared: what ``prune`` would delete) and ``undeclared`` (Kueue objects nobody declared here).
+  Secret values are never shown (``errors.REDACTED``).
 - **The install**: on Helm, the release's values (Helm's own record, no helm binary) against the values the
   ``kueue_*`` variables render (``helm_values.render_values``, as kueue_helm renders them, with the chart default
   Configuration of the installed chart), the manager's live Configuration (its ConfigMap, parsed) against the one
@@ -37,6 +38,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_valu
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import managed_fields
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import manager_config as mc
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import plan
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.reader import KueueReader
 from ansible_collections.kueueops.aks.plugins.module_utils.common import versions
@@ -166,62 +168,64 @@ def expected_view(declared, live):
     return overlay(q.comparable(live) or {}, declared)
 
 
+# How the drift's --diff heads its entries (plan.Plan.diff): the declared side, a missing object, an extra one.
+DRIFT_LABELS = ('declared', '(missing)', '(no longer declared)')
+
+
+def by_fields(manager=q.FIELD_MANAGER):
+    """kueue_drift_info's judgement of each declared object, for plan.build: missing (``created``), or its declared
+    fields whose live value differs (``updated``, with ``fields``; object_differences), else ``unchanged``. Nothing
+    is dry-run: that needs write permissions."""
+    def judge(obj, key, current):
+        if current is None:
+            return plan.entry(key, plan.CREATED, obj, None, reason='declared, not in the cluster')
+        fields = object_differences(obj, current, manager)
+        if not fields:
+            return plan.entry(key, plan.UNCHANGED, obj, current, reason='every declared field has its live value')
+        return plan.Entry(key, plan.UPDATED, '%d declared field(s) differ from the live object' % len(fields), obj,
+                          current, expected_view(obj, current), fields)
+    return judge
+
+
 def object_drift(objects, live, manager=q.FIELD_MANAGER, aks_managed=False, kueue_namespace='kueue-system',
                  diff=False):
-    """The queue-object half of the report (see the module docstring). ``objects``: the declared objects,
-    normalised; ``live``: kind -> {key: live object} (Secrets: only those read by name)."""
+    """The queue-object half of the report (see the module docstring): the plan kueue_queues would make, judged by
+    declared field (``by_fields``) and read without writing, with the objects nobody declared here. ``objects``: the
+    declared objects, normalised; ``live``: kind -> {key: live object} (Secrets: only those read by name)."""
     declared_keys = set(api.obj_key(o) for o in objects)
-    missing, changed, diffs = [], [], []
-    for obj in objects:
-        key = api.obj_key(obj)
-        current = (live.get(obj['kind']) or {}).get(key)
-        if current is None:
-            missing.append(_ref(key))
-            if diff:
-                diffs.append({'before_header': '(missing)', 'after_header': '%s (declared)' % api.key_label(key),
-                              'before': {}, 'after': q.diff_view(obj)})
-            continue
-        fields = object_differences(obj, current, manager)
-        if fields:
-            changed.append(dict(_ref(key), fields=fields))
-            if diff:
-                after = q.diff_view(expected_view(obj, current), current)
-                diffs.append({'before_header': '%s (live)' % api.key_label(key),
-                              'after_header': '%s (declared)' % api.key_label(key),
-                              'before': q.diff_view(current), 'after': after})
     extra_keys = q.prune_candidates(live, declared_keys, manager, aks_managed, objects, kueue_namespace)
-    extra = [_ref(k) for k in sorted(extra_keys, key=_order)]
+    found = plan.build(objects, live, by_fields(manager), sorted(extra_keys, key=_order),
+                       prune_reason='applied by this field manager, no longer declared: what prune would delete')
+    out = {'missing': [plan.ref(e.key) for e in found.objects if e.action == plan.CREATED],
+           'changed': [dict(plan.ref(e.key), fields=e.fields) for e in found.objects if e.action == plan.UPDATED],
+           'extra': [plan.ref(k) for k in found.pruned],
+           'undeclared': undeclared(live, declared_keys | set(extra_keys), manager, aks_managed),
+           'declared': len(objects)}
     if diff:
-        diffs.extend({'before_header': '%s (live)' % api.key_label(k), 'after_header': '(no longer declared)',
-                      'before': q.diff_view(live[k[0]][k]), 'after': {}} for k in sorted(extra_keys, key=_order))
-    undeclared = []
+        out['diff'] = found.diff(labels=DRIFT_LABELS)
+    return out
+
+
+def undeclared(live, known, manager=q.FIELD_MANAGER, aks_managed=False):
+    """The Kueue objects of ``live`` nobody declared here: not ``known`` (declared or extra), not applied by
+    ``manager``, not the AKS managed extension's own ``aks-*``; each with the managers that wrote it."""
+    out = []
     for kind in api.KIND_ORDER:
         if kind in api.CORE_KINDS:
             continue
         for key, item in sorted((live.get(kind) or {}).items()):
-            if key in declared_keys or key in extra_keys or q.managed_by(item, manager):
+            if key in known or q.managed_by(item, manager):
                 continue
             if aks_managed and key[2].startswith(q.AKS_PREFIX):
                 continue  # the AKS managed extension's own objects
-            undeclared.append(dict(_ref(key), managers=sorted(set(
+            out.append(dict(plan.ref(key), managers=sorted(set(
                 e.get('manager') for e in (item.get('metadata') or {}).get('managedFields') or []
                 if e.get('manager') and not e.get('subresource')))))
-    out = {'missing': missing, 'changed': changed, 'extra': extra, 'undeclared': undeclared,
-           'declared': len(objects)}
-    if diff:
-        out['diff'] = diffs
     return out
 
 
 def _order(key):
     return (api.kind_rank(key[0]) if key[0] in api.PLURALS else 99, key[1], key[2])
-
-
-def _ref(key):
-    out = {'kind': key[0], 'name': key[2]}
-    if key[1]:
-        out['namespace'] = key[1]
-    return out
 
 
 # ------------------------------------------------------------------ install: Helm

@@ -12,11 +12,13 @@ One run:
 4. a server-side apply dry-run (``dryRun=All``, ``fieldValidation=Strict``) of
    EVERY object, so the CRD schema, CEL rules and Kueue's webhooks judge all of
    them; every failure is collected and nothing is written if there is one;
-5. the dry-run result is compared with the live object to decide
-   created/updated/unchanged (``queues.apply_changes``); unchanged objects are not
-   written at all, so an idempotent run makes no write request;
-6. apply in dependency order, concurrently within a kind (one shared ApiClient:
-   its urllib3 PoolManager is thread-safe and the pool is sized to the workers);
+5. the plan, a value (``kueue/plan.py``, pure): each object created, updated,
+   unchanged or pruned, and why, from the dry-run result against the live object
+   (``queues.apply_changes``); unchanged objects are not written at all, so an
+   idempotent run makes no write request; check mode and --diff render the plan;
+6. ``Executor`` writes the plan in dependency order, concurrently within a kind
+   (one shared ApiClient: its urllib3 PoolManager is thread-safe and the pool is
+   sized to the workers), recording each confirmed write in one ``Progress``;
 7. prune, in reverse order; 8. wait for ``Active=True`` with watches.
 
 Everything raises ``KueueOpsError`` / ``QueueProblems``; nothing is meant to
@@ -31,7 +33,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube import cluster_i
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, api_exception_message
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue import admission_checks, managed_fields, multikueue
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import admission_checks, multikueue
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils.kube import server_errors
 
@@ -39,6 +41,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import impo
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import is_unreachable, never_sent, path
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.declared import (
     QueueProblems, configuration_of, load_declared, normalise_declared, scrub_problems)
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import plan as plan_mod
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.plan import PRUNED, UNCHANGED, ref
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.reader import KueueReader
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.wait import Deadline, poll_until, watch_until
 
@@ -100,8 +104,9 @@ class Unreachable(Exception):
 
 
 class ApplyInterrupted(KueueOpsError):
-    """The API server stopped answering after this run began writing. ``applied`` lists what was
-    written (each with its action), ``unconfirmed`` the writes in flight when it happened."""
+    """The API server stopped answering after this run began writing. ``progress`` (Progress) says what was
+    written (``applied``, each with its action) and which ClusterQueues are still held; ``unconfirmed`` lists the
+    writes in flight when it happened; ``total`` the writes the run had to make."""
 
     SHOWN = 5
 
@@ -110,14 +115,14 @@ class ApplyInterrupted(KueueOpsError):
         return {'applied': self.applied, 'unconfirmed': self.unconfirmed,
                 'changed': bool(self.applied or self.unconfirmed)}
 
-    def __init__(self, stage, cause, host, applied, total, unconfirmed=(), held_cqs=()):
-        self.stage = stage
-        self.applied = list(applied)
+    def __init__(self, progress, cause, host, total, unconfirmed=()):
+        self.stage = progress.stage
+        self.applied = list(progress.applied)
         self.total = total
         self.unconfirmed = list(unconfirmed)
-        self.held_cqs = list(held_cqs)
+        self.held_cqs = list(progress.holding)
         reason = describe_kube_error(cause, host=host).problem
-        parts = ['the API server stopped answering during %s (%s)' % (stage, reason)]
+        parts = ['the API server stopped answering during %s (%s)' % (self.stage, reason)]
         parts.append('%d of the %d write(s) this run had to make were done before that%s' % (
             len(self.applied), total, (': ' + self._summary(self.applied)) if self.applied else ''))
         if self.unconfirmed:
@@ -142,9 +147,9 @@ class ApplyInterrupted(KueueOpsError):
     def _summary(cls, refs):
         """'ClusterQueue x120 (cq-000, cq-001, ... and 115 more), LocalQueue x3 (team-a/q, ...)'."""
         by_kind = {}
-        for ref in refs:
-            name = ('%s/%s' % (ref['namespace'], ref['name'])) if ref.get('namespace') else ref['name']
-            by_kind.setdefault(ref['kind'], []).append(name)
+        for item in refs:
+            name = ('%s/%s' % (item['namespace'], item['name'])) if item.get('namespace') else item['name']
+            by_kind.setdefault(item['kind'], []).append(name)
         order = ['Namespace'] + list(api.KIND_ORDER)
         kinds = sorted(by_kind, key=lambda k: order.index(k) if k in order else len(order))
         return ', '.join('%s x%d (%s)' % (kind, len(by_kind[kind]), ', '.join(cls._names(by_kind[kind])))
@@ -375,6 +380,16 @@ class QueueEngine(KueueReader):
         poll_until(read, lambda still: not still, Deadline(seconds), 0.5)
         return left
 
+    def wait_deleted(self, keys, deadline):
+        """Wait for the deleted ``keys`` to be gone, at most DELETE_WAIT s (within ``deadline``); {key: {kind, name[,
+        namespace], reason, waited}} of those still there, in the order of ``keys`` (why: ``waiting_reason``)."""
+        if not keys:
+            return {}
+        waited = min(DELETE_WAIT, deadline.remaining())
+        left = self.wait_gone(keys, waited)
+        return dict((key, dict(ref(key), reason=self.waiting_reason(key, left[key] or {}), waited=int(round(waited))))
+                    for key in keys if key in left)
+
     # ------------------------------------------------------------ waiting
     def wait_active(self, keys_by_kind, deadline):
         """Wait until every key reports Active=True; {key: reason} of those that do not. A ClusterQueue inactive
@@ -485,19 +500,6 @@ def expected_active(objects):
     return out
 
 
-def _counts_template(kinds):
-    return dict((k, {'created': 0, 'updated': 0, 'unchanged': 0, 'pruned': 0}) for k in kinds)
-
-
-def _ref(key, action=None):
-    out = {'kind': key[0], 'name': key[2]}
-    if key[1]:
-        out['namespace'] = key[1]
-    if action:
-        out['action'] = action
-    return out
-
-
 def _multikueue_documents(mk, items, problems, kueue_ns, masked, present=True):
     """``(items, generated Secret names)``: the input documents with those the ``multikueue`` option generates
     added (multikueue.documents), after the option's own checks (its problems join ``problems``; then nothing is
@@ -530,6 +532,13 @@ def _prune_keys(params, live, desired_keys, manager, aks_managed, objects=(), ku
     return keys if params.get('prune') else multikueue.owned(live, keys, mk['config'])
 
 
+def _prune_reason(params):
+    """Why the run prunes what it prunes (``_prune_keys``), for the plan."""
+    if params.get('prune'):
+        return plan_mod.REASONS[PRUNED]
+    return 'generated by the multikueue option for a worker no longer listed'
+
+
 def check_backup_cluster(params, identity):
     """When ``src`` is a kueue_backup folder: refuse it on another cluster than its own (cluster_identity.check,
     unless ``allow_other_cluster``) before anything is read or written; returns whether it is the same cluster, or
@@ -550,263 +559,320 @@ def run(api_client, params, check_mode=False, diff=False, log=None, no_log_value
     """
     same_cluster = check_backup_cluster(params, identity)
     engine = QueueEngine(api_client, workers=params.get('workers') or 8, log=log)
-    timeout = params.get('timeout') or 300
-    deadline = Deadline(timeout)
-    kueue_ns = params.get('kueue_namespace') or 'kueue-system'
-    masked = no_log_values if no_log_values is not None else set()
-    items, problems = load_declared(params, masked)
-    mk = params.get('multikueue')
-    items, generated_secrets = _multikueue_documents(mk, items, problems, kueue_ns, masked,
-                                                     params.get('state') != 'absent')
-    engine.discover()
-    aks_managed = params.get('aks_extension')
-    if aks_managed is None:
-        aks_managed = engine.detect_aks_extension(kueue_ns)
-    objects, converted = normalise_declared(engine, items, problems, kueue_ns, masked)
-    result = {
-        'api_version': '%s/%s' % (api.GROUP, engine.served.get('ClusterQueue', sorted(engine.served.values())[0])),
-        'api_versions': dict(engine.served),
-        'aks_extension': bool(aks_managed),
-    }
-    if same_cluster is not None:
-        result['same_cluster'] = same_cluster
+    this = QueueRun(engine, params, no_log_values if no_log_values is not None else set())
+    objects, converted, problems = this.declared()
+    result = this.header(same_cluster)
     if params.get('state') == 'absent':
-        return _run_absent(engine, objects, problems, aks_managed, check_mode, deadline, result)
-
-    live = engine.list_live()
-    namespaces = engine.list_namespaces() if any(o['kind'] in api.NAMESPACED for o in objects) else set()
-    desired_keys = set(api.obj_key(o) for o in objects)
-    prune_keys = _prune_keys(params, live, desired_keys, engine.manager, aks_managed)
-    result['local_queues'] = sorted('%s/%s' % (ns, name) for kind, ns, name in desired_keys if kind == 'LocalQueue')
-    # The Secrets this run deals with: declared ones, those the declared MultiKueueClusters use, and
-    # those of MultiKueueClusters being pruned (candidates for pruning themselves).
-    secret_names = set(o['metadata']['name'] for o in objects if o['kind'] == 'Secret')
-    users = [o for o in objects if o['kind'] == 'MultiKueueCluster']
-    users += [live['MultiKueueCluster'][k] for k in prune_keys if k[0] == 'MultiKueueCluster']
-    secret_names.update(name for (_ns, name) in q.multikueue_secret_refs(users, kueue_ns))
-    live['Secret'] = engine.get_secrets(kueue_ns, secret_names) if secret_names else {}
-    masked.update(q.secret_values(live['Secret'].values()))
-    prune_keys = _prune_keys(params, live, desired_keys, engine.manager, aks_managed, objects, kueue_ns)
-    if mk and generated_secrets is not None:
-        problems.extend(q.Problem(*p) for p in multikueue.attach(objects, mk, live, prune_keys))
-        result['multikueue'] = multikueue.summary(mk, multikueue.owned(live, prune_keys, mk['config']))
-    provisioning_api = None
-    if q.provisioning_request_checks(objects):
-        provisioning_api = engine.serves(*q.PROVISIONING_REQUEST_API)
-    problems.extend(q.validate(objects, live, namespaces, create_namespaces=params.get('create_namespaces'),
-                               aks_managed=aks_managed, pruned=prune_keys, kueue_namespace=kueue_ns,
-                               provisioning_request_api=provisioning_api,
-                               kubeconfigs_checked=generated_secrets or ()))
-    problems.extend(engine.schema_problems(objects, skip=set(p.obj for p in problems)))
-    if problems:
-        raise QueueProblems(scrub_problems(problems, masked), 'input and cross-reference checks')
-
-    # Objects the live object shows an apply would not change need no dry-run (managed_fields); the others are
-    # judged by the API server before anything is written: those declared at another API version too. With
-    # hold_admission every ClusterQueue is written (held, then released) as soon as anything changes, so then
-    # every ClusterQueue is dry-run too.
-    same = set(api.obj_key(o) for o in objects if api.obj_key(o) not in converted
-               and managed_fields.unchanged_reason(o, (live.get(o['kind']) or {}).get(api.obj_key(o)),
-                                                   engine.manager) is None)
-    judged = [o for o in objects if api.obj_key(o) not in same]
-    if judged and params.get('hold_admission'):
-        judged = [o for o in objects if api.obj_key(o) not in same or o['kind'] == 'ClusterQueue']
-    result['dry_runs'] = len(judged)
-    try:
-        dry, dry_problems = engine.dry_run_all(judged, live, namespaces, force=params.get('force'),
-                                               hold=params.get('hold_admission'))
-    except Unreachable as exc:
-        raise KueueOpsError('the API server stopped answering during the server-side dry-run (%s); nothing was '
-                            'written' % describe_kube_error(exc.cause, host=api_client.configuration.host).problem,
-                            field='host', fix='re-run once the API server answers')
-    if dry_problems:
-        raise QueueProblems(scrub_problems(dry_problems, masked),
-                            'server-side dry-run: CRD schema, CEL rules and Kueue webhooks')
-
-    kinds_seen = [k for k in api.KIND_ORDER if any(o['kind'] == k for o in objects) or
-                  any(key[0] == k for key in prune_keys)]
-    counts = _counts_template(kinds_seen)
-    actions = {}
-    changed_objects = []
-    diffs = []
-    for obj in objects:
-        key = api.obj_key(obj)
-        current = (live.get(obj['kind']) or {}).get(key)
-        if key in dry and dry[key] is None:
-            action = 'created'  # namespace will be created: validated under a generated name
-        elif key in same and key not in dry:
-            action = 'unchanged'
-        else:
-            action = q.apply_changes(dry.get(key), current, engine.manager)
-        actions[key] = action
-        counts[obj['kind']][action] += 1
-        if action != 'unchanged':
-            changed_objects.append(_ref(key, action))
-            if diff:
-                diffs.append({'before_header': '%s (live)' % api.key_label(key),
-                              'after_header': '%s (applied)' % api.key_label(key),
-                              'before': q.diff_view(current), 'after': q.diff_view(dry.get(key) or obj, current)})
-    missing_ns = sorted(set(o['metadata']['namespace'] for o in objects
-                            if o['kind'] == 'LocalQueue' and o['metadata']['namespace'] not in namespaces))
-    to_apply = [o for o in objects if actions[api.obj_key(o)] != 'unchanged']
-
-    result.update({'implicit_cohorts': q.implicit_cohorts(objects, live), 'namespaces_created': missing_ns,
+        return _run_absent(engine, objects, problems, this.aks_managed, check_mode, this.deadline, result)
+    live, namespaces, prune_keys = this.checked(objects, problems, result)
+    plan = this.plan(objects, converted, live, namespaces, prune_keys, result)
+    result.update({'implicit_cohorts': q.implicit_cohorts(objects, live), 'namespaces_created': list(plan.namespaces),
                    'pruned': [], 'prune_waiting': [], 'held': [], 'not_active': []})
     if check_mode:
-        for key in prune_keys:
-            counts[key[0]]['pruned'] += 1
-            changed_objects.append(_ref(key, 'pruned'))
-            if diff:
-                diffs.append({'before_header': '%s (live)' % api.key_label(key), 'after_header': '(pruned)',
-                              'before': q.diff_view(live[key[0]][key]), 'after': {}})
-        result['pruned'] = [_ref(k) for k in prune_keys]
-        result.update(changed=bool(changed_objects or missing_ns), counts=counts, changed_objects=changed_objects)
-        if diff:
-            result['diff'] = diffs
+        result.update(planned(plan, diff))
+        return result
+    progress = Executor(engine, plan, params, this.masked, this.deadline).run()
+    result.update(written(plan, progress, diff))
+    if params.get('wait', True):
+        result.update(this.wait(plan, live, result['changed'], progress))
+    return result
+
+
+class QueueRun:
+    """The steps of one kueue_queues run before and after its writes (the writes are ``Executor``'s): the declared
+    objects, the live state and the checks, the plan, the wait for Active. Holds what the steps share: the engine,
+    the options, the values to mask, the run's deadline and whether the AKS managed extension runs."""
+
+    def __init__(self, engine, params, masked):
+        self.engine = engine
+        self.params = params
+        self.masked = masked
+        self.deadline = Deadline(params.get('timeout') or 300)
+        self.kueue_ns = params.get('kueue_namespace') or 'kueue-system'
+        self.aks_managed = params.get('aks_extension')
+        self.generated_secrets = None
+
+    def declared(self):
+        """``(objects, converted, problems)``: the declared objects (with those the ``multikueue`` option generates),
+        normalised to the versions the cluster serves, after discovery."""
+        items, problems = load_declared(self.params, self.masked)
+        items, self.generated_secrets = _multikueue_documents(self.params.get('multikueue'), items, problems,
+                                                              self.kueue_ns, self.masked,
+                                                              self.params.get('state') != 'absent')
+        self.engine.discover()
+        if self.aks_managed is None:
+            self.aks_managed = self.engine.detect_aks_extension(self.kueue_ns)
+        objects, converted = normalise_declared(self.engine, items, problems, self.kueue_ns, self.masked)
+        return objects, converted, problems
+
+    def header(self, same_cluster):
+        served = self.engine.served
+        result = {'api_version': '%s/%s' % (api.GROUP, served.get('ClusterQueue', sorted(served.values())[0])),
+                  'api_versions': dict(served), 'aks_extension': bool(self.aks_managed)}
+        if same_cluster is not None:
+            result['same_cluster'] = same_cluster
         return result
 
-    # ---- writes
-    # What was written, as it is confirmed: when the API server stops answering half-way, the run
-    # says exactly that (ApplyInterrupted) and a re-run converges.
-    progress = {'stage': 'the creation of namespaces', 'applied': [], 'held': []}
-    total = len(missing_ns) + len(to_apply) + len(prune_keys)
-    try:
-        _write(engine, params, objects, to_apply, actions, missing_ns, prune_keys, live, result, counts,
-               changed_objects, masked, progress, deadline)
-    except Unreachable as exc:
-        if progress['stage'] == 'the hold of ClusterQueues (hold_admission)':
-            progress['held'].extend(key[2] for key in exc.stored)
-        else:
-            progress['applied'].extend(_ref(key, actions.get(key, 'pruned')) for key in exc.stored
-                                       if actions.get(key, 'pruned') != 'unchanged')
-        raise ApplyInterrupted(progress['stage'], exc.cause, api_client.configuration.host, progress['applied'],
-                               total, [_ref(key, actions.get(key, 'pruned')) for key in exc.unconfirmed],
-                               progress['held'])
-    except (KueueOpsError, QueueProblems):
-        raise
-    except Exception as exc:  # pylint: disable=broad-except
-        if not is_unreachable(exc):
-            raise
-        raise ApplyInterrupted(progress['stage'], exc, api_client.configuration.host, progress['applied'], total,
-                               [] if never_sent(exc) else progress.get('in_flight') or [], progress['held'])
+    def checked(self, objects, problems, result):
+        """``(live, namespaces, prune_keys)``: one LIST per kind, the Namespaces when a LocalQueue is declared, the
+        Secrets the run deals with, what it prunes; raises QueueProblems when a check of the input fails."""
+        engine, params, kueue_ns = self.engine, self.params, self.kueue_ns
+        live = engine.list_live()
+        namespaces = engine.list_namespaces() if any(o['kind'] in api.NAMESPACED for o in objects) else set()
+        desired_keys = set(api.obj_key(o) for o in objects)
+        prune_keys = _prune_keys(params, live, desired_keys, engine.manager, self.aks_managed)
+        result['local_queues'] = sorted('%s/%s' % (ns, name) for kind, ns, name in desired_keys if kind == 'LocalQueue')
+        # The Secrets this run deals with: declared ones, those the declared MultiKueueClusters use, and
+        # those of MultiKueueClusters being pruned (candidates for pruning themselves).
+        secret_names = set(o['metadata']['name'] for o in objects if o['kind'] == 'Secret')
+        users = [o for o in objects if o['kind'] == 'MultiKueueCluster']
+        users += [live['MultiKueueCluster'][k] for k in prune_keys if k[0] == 'MultiKueueCluster']
+        secret_names.update(name for (_ns, name) in q.multikueue_secret_refs(users, kueue_ns))
+        live['Secret'] = engine.get_secrets(kueue_ns, secret_names) if secret_names else {}
+        self.masked.update(q.secret_values(live['Secret'].values()))
+        prune_keys = _prune_keys(params, live, desired_keys, engine.manager, self.aks_managed, objects, kueue_ns)
+        mk = params.get('multikueue')
+        if mk and self.generated_secrets is not None:
+            problems.extend(q.Problem(*p) for p in multikueue.attach(objects, mk, live, prune_keys))
+            result['multikueue'] = multikueue.summary(mk, multikueue.owned(live, prune_keys, mk['config']))
+        provisioning_api = None
+        if q.provisioning_request_checks(objects):
+            provisioning_api = engine.serves(*q.PROVISIONING_REQUEST_API)
+        problems.extend(q.validate(objects, live, namespaces, create_namespaces=params.get('create_namespaces'),
+                                   aks_managed=self.aks_managed, pruned=prune_keys, kueue_namespace=kueue_ns,
+                                   provisioning_request_api=provisioning_api,
+                                   kubeconfigs_checked=self.generated_secrets or ()))
+        problems.extend(engine.schema_problems(objects, skip=set(p.obj for p in problems)))
+        if problems:
+            raise QueueProblems(scrub_problems(problems, self.masked), 'input and cross-reference checks')
+        return live, namespaces, prune_keys
 
-    result.update(counts=counts, changed_objects=changed_objects,
-                  changed=bool(changed_objects or result['namespaces_created'] or result['prune_waiting']))
-    if diff:
-        result['diff'] = diffs
+    def plan(self, objects, converted, live, namespaces, prune_keys, result):
+        """The run's plan (kueue/plan.py). Objects the live object shows an apply would not change need no dry-run
+        (plan.settled); the others are judged by the API server before anything is written (plan.to_judge); a
+        refusal raises QueueProblems, and nothing is written."""
+        same = plan_mod.settled(objects, live, converted, self.engine.manager)
+        judged = plan_mod.to_judge(objects, same, self.params.get('hold_admission'))
+        result['dry_runs'] = len(judged)
+        try:
+            dry, dry_problems = self.engine.dry_run_all(judged, live, namespaces, force=self.params.get('force'),
+                                                        hold=self.params.get('hold_admission'))
+        except Unreachable as exc:
+            raise KueueOpsError('the API server stopped answering during the server-side dry-run (%s); nothing was '
+                                'written' % describe_kube_error(exc.cause, host=self.engine.cluster.host).problem,
+                                field='host', fix='re-run once the API server answers')
+        if dry_problems:
+            raise QueueProblems(scrub_problems(dry_problems, self.masked),
+                                'server-side dry-run: CRD schema, CEL rules and Kueue webhooks')
+        return plan_mod.build(objects, live, plan_mod.by_dry_run(dry, same, self.engine.manager), prune_keys,
+                              namespaces, prune_reason=_prune_reason(self.params))
 
-    # ---- wait
-    if params.get('wait', True):
-        progress['stage'] = 'the wait for the queues to become Active (every write was done)'
+    def wait(self, plan, live, changed, progress):
+        """``{not_active, wait_stopped}``: the wait for the declared queues to become Active (kube/wait.py's
+        watch_until, in QueueEngine.wait_active)."""
+        engine = self.engine
+        progress.stage = 'the wait for the queues to become Active (every write was done)'
+        objects = [e.declared for e in plan.objects]
         expected = expected_active(objects)
         try:
             # Nothing written: the run's own LIST is as current as another would be, so queues it shows Active
             # need no second LIST (a re-run with nothing to do makes one LIST per kind).
             engine.checked_queues = any(admission_checks.check_names(o) for o in objects
                                         if o.get('kind') == 'ClusterQueue')
-            not_active = {} if not result['changed'] and all_active(live, expected) else \
-                engine.wait_active(expected, deadline)
+            not_active = {} if not changed and all_active(live, expected) else \
+                engine.wait_active(expected, self.deadline)
         except Exception as exc:  # pylint: disable=broad-except
             if not is_unreachable(exc):
                 raise
-            raise ApplyInterrupted(progress['stage'], exc, api_client.configuration.host, progress['applied'],
-                                   total)
+            raise progress.interrupted(exc, engine.cluster.host, plan.writes)
         stopped = set(engine.wait_stopped) if not_active else set()
-        result['not_active'] = [dict(_ref(k), reason=r) for k, r in sorted(not_active.items(),
-                                                                           key=lambda i: (i[0] not in stopped, i[0]))]
-        result['wait_stopped'] = bool(stopped)
-    return result
+        return {'not_active': [dict(ref(k), reason=r) for k, r in sorted(not_active.items(),
+                                                                         key=lambda i: (i[0] not in stopped, i[0]))],
+                'wait_stopped': bool(stopped)}
 
 
-def _write(engine, params, objects, to_apply, actions, missing_ns, prune_keys, live, result, counts,
-           changed_objects, masked, progress, deadline):
-    """The writes of a run, recording each confirmed one in ``progress`` (see ``ApplyInterrupted``)."""
-    created_ns = []
-    for ns in missing_ns:
-        progress['in_flight'] = [{'kind': 'Namespace', 'name': ns, 'action': 'created'}]
-        if engine.create_namespace(ns):
-            created_ns.append(ns)
-            progress['applied'].append({'kind': 'Namespace', 'name': ns, 'action': 'created'})
-    progress['in_flight'] = []
-    result['namespaces_created'] = created_ns
-    hold = bool(params.get('hold_admission')) and bool(to_apply)
-    cq_objects = [o for o in objects if o['kind'] == 'ClusterQueue']
-    force = params.get('force')
-    # The objects as this run read and validated them: optimistic locks for its writes.
-    expected = dict((key, obj) for kind_objects in live.values() for key, obj in (kind_objects or {}).items()
-                    if isinstance(obj, dict) and (obj.get('metadata') or {}).get('resourceVersion'))
+def planned(plan, diff):
+    """Check mode's result: the plan rendered, nothing written."""
+    changed_objects = plan.changed_objects()
+    out = {'pruned': [ref(k) for k in plan.pruned], 'changed': bool(changed_objects or plan.namespaces),
+           'counts': plan.counts(), 'changed_objects': changed_objects}
+    if diff:
+        out['diff'] = plan.diff()
+    return out
 
-    def record(stored):
-        progress['applied'].extend(_ref(key, actions[key]) for key in stored
-                                   if actions.get(key, 'unchanged') != 'unchanged')
 
-    if hold and cq_objects:
-        progress['stage'] = 'the hold of ClusterQueues (hold_admission)'
-        stored, errs = engine.apply_kind([held(o) for o in cq_objects], force=force, expected=expected)
+def written(plan, progress, diff):
+    """The result of a run that wrote ``plan``: the plan rendered with what its writes ended with (``progress``):
+    the namespaces created, the ClusterQueues held, the pruned objects gone and those still being deleted."""
+    changed_objects = plan.changed_objects(progress.pruned)
+    out = {'namespaces_created': progress.namespaces_created, 'held': progress.held,
+           'pruned': [ref(k) for k in progress.pruned], 'prune_waiting': progress.prune_waiting,
+           'counts': plan.counts(progress.pruned), 'changed_objects': changed_objects,
+           'changed': bool(changed_objects or progress.namespaces_created or progress.prune_waiting)}
+    if diff:
+        out['diff'] = plan.diff(pruned=False)
+    return out
+
+
+HOLD_STAGE = 'the hold of ClusterQueues (hold_admission)'
+
+
+class Progress:
+    """What a run has written so far, recorded as each write is confirmed: when the API server stops answering
+    half-way, the run says exactly that (``interrupted``: ApplyInterrupted) and a re-run converges. ``stage``: the
+    step under way; ``applied``: every object written, with its action; ``in_flight``: the namespace creation sent
+    and not answered yet; ``holding``: the ClusterQueues held by hold_admission and not released yet. And what the
+    writes ended with: ``namespaces_created``, ``held`` (every ClusterQueue held), ``pruned`` (the keys deleted and
+    gone, in the order of the prune) and ``prune_waiting`` (those still being deleted, with why)."""
+
+    def __init__(self):
+        self.stage = 'the creation of namespaces'
+        self.applied = []
+        self.in_flight = []
+        self.holding = []
+        self.namespaces_created = []
+        self.held = []
+        self.pruned = []
+        self.prune_waiting = []
+
+    def interrupted(self, cause, host, total, unconfirmed=()):
+        """The ApplyInterrupted of a run cut short by ``cause`` now (``total``: the writes the run had to make)."""
+        return ApplyInterrupted(self, cause, host, total, unconfirmed)
+
+
+def _locks(pairs):
+    """{key: object} of the ``(key, object)`` pairs whose object has a resourceVersion: the objects as this run read
+    and validated them, optimistic locks for its writes (apply_kind's ``expected``)."""
+    return dict((key, obj) for key, obj in pairs
+                if isinstance(obj, dict) and (obj.get('metadata') or {}).get('resourceVersion'))
+
+
+class Executor:
+    """Writes a plan (the module docstring's steps 6 and 7): the namespaces, each kind in dependency order (with
+    hold_admission, every ClusterQueue held first and released last), then the prune in reverse order, recording
+    each confirmed write in one ``Progress``."""
+
+    def __init__(self, engine, plan, params, masked, deadline):
+        self.engine = engine
+        self.plan = plan
+        self.force = params.get('force')
+        self.drain = params.get('prune_drain')
+        self.masked = masked
+        self.deadline = deadline
+        self.progress = Progress()
+        self.cluster_queues = [e.declared for e in plan.objects if e.kind == 'ClusterQueue']
+        self.hold = bool(params.get('hold_admission')) and bool(plan.to_apply) and bool(self.cluster_queues)
+        self.expected = _locks((e.key, e.before) for e in plan.objects)
+
+    def run(self):
+        """Every write of the plan; returns the Progress. Raises ApplyInterrupted when the API server stops
+        answering, QueueProblems when it refuses a write."""
+        try:
+            self._namespaces()
+            self._hold()
+            self._apply()
+            self._release()
+            for kind, keys in _group_keys(self.plan.pruned):
+                self._prune(kind, keys)
+        except Unreachable as exc:
+            raise self._cut_short(exc)
+        except (KueueOpsError, QueueProblems):
+            raise
+        except Exception as exc:  # pylint: disable=broad-except
+            if not is_unreachable(exc):
+                raise
+            raise self.progress.interrupted(exc, self.engine.cluster.host, self.plan.writes,
+                                            [] if never_sent(exc) else self.progress.in_flight)
+        return self.progress
+
+    def _cut_short(self, exc):
+        progress, plan = self.progress, self.plan
+        if progress.stage == HOLD_STAGE:
+            progress.holding.extend(key[2] for key in exc.stored)
+        else:
+            progress.applied.extend(ref(key, plan.action(key)) for key in exc.stored if plan.action(key) != UNCHANGED)
+        return progress.interrupted(exc.cause, self.engine.cluster.host, plan.writes,
+                                    [ref(key, plan.action(key)) for key in exc.unconfirmed])
+
+    def _record(self, stored):
+        self.progress.applied.extend(ref(key, self.plan.action(key)) for key in stored
+                                     if self.plan.action(key, UNCHANGED) != UNCHANGED)
+
+    def _namespaces(self):
+        for ns in self.plan.namespaces:
+            self.progress.in_flight = [{'kind': 'Namespace', 'name': ns, 'action': 'created'}]
+            if self.engine.create_namespace(ns):
+                self.progress.namespaces_created.append(ns)
+                self.progress.applied.append({'kind': 'Namespace', 'name': ns, 'action': 'created'})
+        self.progress.in_flight = []
+
+    def _hold(self):
+        if not self.hold:
+            return
+        self.progress.stage = HOLD_STAGE
+        stored, errs = self.engine.apply_kind([held(o) for o in self.cluster_queues], force=self.force,
+                                              expected=self.expected)
         if errs:
             raise QueueProblems(errs, 'holding ClusterQueues (stopPolicy Hold)')
-        result['held'] = [o['metadata']['name'] for o in cq_objects]
-        progress['held'] = list(result['held'])
+        self.progress.held = [o['metadata']['name'] for o in self.cluster_queues]
+        self.progress.holding = list(self.progress.held)
         # (The client returns no body for a 201, so objects this run just created stay unlocked.)
-        expected.update((key, obj) for key, obj in stored.items()
-                        if isinstance(obj, dict) and (obj.get('metadata') or {}).get('resourceVersion'))
-    for kind, group in q.group_by_kind(to_apply):
-        if hold and kind == 'ClusterQueue':
-            continue
-        progress['stage'] = 'the apply of %s objects' % kind
-        stored, errs = engine.apply_kind(group, force=force, expected=expected)
-        record(stored)
-        if errs:
-            raise QueueProblems(scrub_problems(errs, masked), 'apply of %s (earlier kinds were applied)' % kind)
-    if hold and cq_objects:
-        progress['stage'] = 'the release of the held ClusterQueues'
+        self.expected.update(_locks(stored.items()))
+
+    def _apply(self):
+        for kind, group in q.group_by_kind(self.plan.to_apply):
+            if self.hold and kind == 'ClusterQueue':
+                continue
+            self.progress.stage = 'the apply of %s objects' % kind
+            stored, errs = self.engine.apply_kind(group, force=self.force, expected=self.expected)
+            self._record(stored)
+            if errs:
+                raise QueueProblems(scrub_problems(errs, self.masked),
+                                    'apply of %s (earlier kinds were applied)' % kind)
+
+    def _release(self):
+        if not self.hold:
+            return
+        self.progress.stage = 'the release of the held ClusterQueues'
         try:
-            stored, errs = engine.apply_kind(cq_objects, force=force, expected=expected)
+            stored, errs = self.engine.apply_kind(self.cluster_queues, force=self.force, expected=self.expected)
         except Unreachable as exc:
             released = set(key[2] for key in exc.stored)
-            progress['held'] = [name for name in progress['held'] if name not in released]
+            self.progress.holding = [name for name in self.progress.holding if name not in released]
             raise
-        record(stored)
-        progress['held'] = []
+        self._record(stored)
+        self.progress.holding = []
         if errs:
             raise QueueProblems(errs, 'releasing ClusterQueues to their desired stopPolicy')
 
-    # ---- prune
-    if prune_keys:
-        drain = params.get('prune_drain')
-        for kind, keys in _group_keys(prune_keys):
-            progress['stage'] = 'the prune of %s objects' % kind
-            if drain and kind == 'ClusterQueue':
-                for key, _res, exc in engine._map(engine.drain, keys):
-                    if exc is not None:
-                        if is_unreachable(exc):
-                            raise Unreachable(exc, {}, [])
-                        raise QueueProblems(problems_from_api_error(exc, api.key_label(key)), 'draining %s' % kind)
-            deleted = []
-            broken = []
-            cause = None
-            for key, existed, exc in engine._map(engine.delete, keys):
-                if exc is not None and is_unreachable(exc):
-                    if not never_sent(exc):
-                        broken.append(key)
-                    cause = cause or exc
-                elif exc is not None:
-                    raise QueueProblems(problems_from_api_error(exc, api.key_label(key)), 'prune of %s' % kind)
-                elif existed:
-                    deleted.append(key)
-            if cause is not None:
-                raise Unreachable(cause, dict((k, None) for k in deleted), broken)
-            waited = min(DELETE_WAIT, deadline.remaining())
-            left = engine.wait_gone(deleted, waited)
-            for key in deleted:
-                progress['applied'].append(_ref(key, 'pruned'))
-                if key in left:
-                    result['prune_waiting'].append(dict(_ref(key), reason=engine.waiting_reason(key, left[key] or {}),
-                                                        waited=int(round(waited))))
-                else:
-                    counts[kind]['pruned'] += 1
-                    result['pruned'].append(_ref(key))
-                    changed_objects.append(_ref(key, 'pruned'))
+    def _prune(self, kind, keys):
+        engine, progress = self.engine, self.progress
+        progress.stage = 'the prune of %s objects' % kind
+        if self.drain and kind == 'ClusterQueue':
+            for key, _res, exc in engine._map(engine.drain, keys):
+                if exc is not None:
+                    if is_unreachable(exc):
+                        raise Unreachable(exc, {}, [])
+                    raise QueueProblems(problems_from_api_error(exc, api.key_label(key)), 'draining %s' % kind)
+        deleted, broken, cause = [], [], None
+        for key, existed, exc in engine._map(engine.delete, keys):
+            if exc is not None and is_unreachable(exc):
+                if not never_sent(exc):
+                    broken.append(key)
+                cause = cause or exc
+            elif exc is not None:
+                raise QueueProblems(problems_from_api_error(exc, api.key_label(key)), 'prune of %s' % kind)
+            elif existed:
+                deleted.append(key)
+        if cause is not None:
+            raise Unreachable(cause, dict((k, None) for k in deleted), broken)
+        waiting = engine.wait_deleted(deleted, self.deadline)
+        for key in deleted:
+            progress.applied.append(ref(key, PRUNED))
+            if key in waiting:
+                progress.prune_waiting.append(waiting[key])
+            else:
+                progress.pruned.append(key)
 
 
 def _group_keys(keys):
@@ -838,15 +904,10 @@ def _run_absent(engine, objects, problems, aks_managed, check_mode, deadline, re
             else:
                 counts[kind]['absent'] += 1
         if not check_mode and deleted:
-            waited = min(DELETE_WAIT, deadline.remaining())
-            left = engine.wait_gone(deleted, waited)
-            for key in deleted:
-                if key in left:
-                    waiting.append(dict(_ref(key), reason=engine.waiting_reason(key, left[key] or {}),
-                                        waited=int(round(waited))))
+            waiting.extend(engine.wait_deleted(deleted, deadline).values())
         for key in deleted:
             counts[kind]['deleted'] += 1
-            changed_objects.append(_ref(key, 'deleted'))
+            changed_objects.append(ref(key, 'deleted'))
     result.update(changed=bool(changed_objects), counts=counts, changed_objects=changed_objects,
                   delete_waiting=waiting)
     return result

@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.kueueops.aks.plugins.module_utils.queues import apply as engine_mod
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import plan as plan_mod
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q
 from tests.unit.fakes import FakeCluster
 
@@ -263,6 +264,32 @@ def test_problems_from_api_errors():
     assert problems[0].field == 'spec.resourceGroups[0].flavors[0].resources[0].lendingLimit'
     assert problems[0].text == "invalid value (Kueue's webhook vclusterqueue.kb.io gave no detail)"
     assert problems[0].fix == 'correct the value'
+
+
+def test_the_executor_writes_only_what_a_plan_holds_and_records_each_write(server):
+    """A plan made by hand (kueue/plan.py): the executor creates the namespace, applies the updated and created
+    objects in dependency order and never the unchanged one, prunes last, and its one Progress holds every write;
+    the result is the plan rendered with what the writes ended with."""
+    run(config())
+    server.calls[:] = []
+    rf_key, cq_key, lq_key, new_lq = (('ResourceFlavor', '', 'default'), ('ClusterQueue', '', 'a'),
+                                      ('LocalQueue', 'team-a', 'q'), ('LocalQueue', 'team-new', 'q'))
+    lq_new = dict(config()[2], metadata={'name': 'q', 'namespace': 'team-new'})
+    plan = plan_mod.Plan([plan_mod.entry(rf_key, 'unchanged', config()[0], server.store[rf_key]),
+                          plan_mod.entry(cq_key, 'updated', config(quota='8')[1], server.store[cq_key]),
+                          plan_mod.entry(new_lq, 'created', lq_new, None),
+                          plan_mod.entry(lq_key, 'pruned', None, server.store[lq_key])], ['team-new'])
+    engine = engine_mod.QueueEngine(FakeApiClient(), workers=1)
+    progress = engine_mod.Executor(engine, plan, {}, set(), engine_mod.Deadline(10)).run()
+    assert [c[:2] for c in writes(server)] == [('apply', cq_key), ('apply', new_lq), ('delete', lq_key)]
+    assert progress.applied == [{'kind': 'Namespace', 'name': 'team-new', 'action': 'created'},
+                                {'kind': 'ClusterQueue', 'name': 'a', 'action': 'updated'},
+                                {'kind': 'LocalQueue', 'namespace': 'team-new', 'name': 'q', 'action': 'created'},
+                                {'kind': 'LocalQueue', 'namespace': 'team-a', 'name': 'q', 'action': 'pruned'}]
+    assert progress.namespaces_created == ['team-new'] and progress.pruned == [lq_key] and not progress.holding
+    res = engine_mod.written(plan, progress, diff=False)
+    assert res['counts']['LocalQueue'] == {'created': 1, 'updated': 0, 'unchanged': 0, 'pruned': 1}
+    assert res['changed'] is True and res['pruned'] == [{'kind': 'LocalQueue', 'namespace': 'team-a', 'name': 'q'}]
 
 
 # ------------------------------------------------------------------ MultiKueue
