@@ -128,6 +128,13 @@ options:
         gate in C(controllerManager.featureGates) is refused, naming the key and the replacement.
     type: dict
     default: {}
+  values_files:
+    description:
+      - The Helm values files the inventory sets (C(kueue_helm_values_files)), read on the controller; checked with
+        O(values) laid over them, as M(kueueops.aks.kueue_helm) installs them at each hop.
+    type: list
+    elements: path
+    default: []
 attributes:
   check_mode:
     support: full
@@ -231,6 +238,7 @@ def main():
         resources=dict(type='list', elements='dict', default=[]),
         src=dict(type='path'),
         values=dict(type='dict', default={}),
+        values_files=dict(type='list', elements='path', default=[]),
         **chart_argspec()
     ), supports_check_mode=True)
     module.check_namespace('kueue_namespace')

@@ -45,6 +45,7 @@ HELM_OPTIONS_OF = {
         'feature_gates',
         'integrations',
         'values',
+        'values_files',
         'binary_path',
         'kubeconfig',
         'context',

@@ -115,6 +115,8 @@ def ext_args(**kw):
 FILES = {
     "not-yaml.yml": "controllerManager: [unclosed\n",
     "list.yml": "- a\n- b\n",
+    "config-v1beta1.yml": "managerConfig:\n  controllerManagerConfigYaml: |\n    apiVersion: config.kueue.x-k8s.io/v1beta1\n"
+                          "    kind: Configuration\n",
     "gitops-not-json.json": "{not json",
     "existing-backup/.keep": "",
     "a-file": "not a folder\n",
@@ -716,6 +718,14 @@ CASES = [
                    "available_versions": ["0.20.6-aks.0.4.4"], "target_version": "0.20.6-aks.0.4.4",
                    "values": {"managerConfig": {"controllerManagerConfigYaml":
                                                 "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"}}}}),
+    # The same Configuration in a values file: the plan reads kueue_helm_values_files as the hops install them.
+    Case("upgrade-plan-values-file-v1beta1-configuration", "kueue_upgrade_plan",
+         ["kueue_helm_values", "config.kueue.x-k8s.io/v1beta1", "Kueue 0.20"], ["config.kueue.x-k8s.io/v1beta2"],
+         {"args": {"install_method": "extension", "current_version": "0.19.2-aks.0.4.4",
+                   "available_versions": ["0.20.6-aks.0.4.4"], "target_version": "0.20.6-aks.0.4.4",
+                   "values_files": ["{files}/config-v1beta1.yml"]}}),
+    Case("upgrade-plan-values-file-missing", "kueue_upgrade_plan", ["values_files", "/nonexistent/values.yml"],
+         ["give a path on the controller"], {"args": plan_args(values_files=["/nonexistent/values.yml"])}),
     Case("upgrade-plan-target-broken-patch", "kueue_upgrade_plan", ["target_version", "0.20.3 is known to be broken"],
          ["pin 0.20.6"], {"args": {"install_method": "extension", "current_version": "0.19.2-aks.0.4.4",
                                    "available_versions": ["0.20.3-aks.0.4.4"], "target_version": "0.20.3-aks.0.4.4"}}),

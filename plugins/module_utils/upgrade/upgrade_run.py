@@ -11,6 +11,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import 
 from ansible_collections.kueueops.aks.plugins.module_utils.install.helm_install import KueueHelm
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import ModuleRun
 from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_storage import helm_releases
+from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_values import deep_merge, load_values_files
 from ansible_collections.kueueops.aks.plugins.module_utils.verify.verify import Verifier
 
 
@@ -26,7 +27,11 @@ class Planner(ModuleRun):
         except queues.LoadError as exc:
             raise KueueOpsError(exc.text, field=exc.field, fix='give a readable YAML file or folder of Kueue manifests')
         return {'feature_gates': self.p['feature_gates'] or {}, 'integrations': self.p['integrations'],
-                'declared': declared, 'values': self.p.get('values') or {}}
+                'declared': declared, 'values': self.values()}
+
+    def values(self):
+        """The Helm values the hops install, as kueue_helm reads them: the values files, then ``values`` over them."""
+        return deep_merge(load_values_files(self.p.get('values_files') or []), self.p.get('values') or {})
 
     def check_inputs(self, refuse):
         """Refuse what cannot be planned, before anything is contacted (``refuse(problem, field, fix)``)."""
