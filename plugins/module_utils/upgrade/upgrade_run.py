@@ -114,4 +114,4 @@ class Planner(ModuleRun):
     def plan(self, current, target, published, api_client):
         verifier = Verifier(api_client, self.p['kueue_namespace'], self.p['install_method'], self.p['release_name'])
         return upgrade.make_plan(current, target, published, verifier.cluster, verifier.effective_configuration,
-                                 self.inventory(), queues.convert)
+                                 self.inventory())
