@@ -51,15 +51,16 @@ class Only(namedtuple('Only', 'version field instead harmless note', defaults=(N
     __slots__ = ()
 
 
-class Kind(namedtuple('Kind', 'name plural namespaced number core_version refs renames only active',
-                      defaults=((), (), (), None))):
+class Kind(namedtuple('Kind', 'name plural namespaced number core_version refs renames only active top_level',
+                      defaults=((), (), (), None, ()))):
     """One kind of a queue configuration.
 
     ``number``: its place in dependency order, and the ``NN-`` of its file in a backup folder;
     ``core_version``: the core API version (``v1``) of a kind that is not Kueue's (``None`` for Kueue's);
     ``refs``: the objects it names (``Ref``), looked up in the input and the cluster; ``renames`` and ``only``: how
     its spec differs between API versions (``Rename``, ``Only``; queues.py's docstring has the table);
-    ``active``: the condition Kueue sets when it is ready to admit (``None``: Kueue reports none).
+    ``active``: the condition Kueue sets when it is ready to admit (``None``: Kueue reports none);
+    ``top_level``: its fields beside ``spec`` (a manifest's other top-level fields are refused).
     """
 
     __slots__ = ()
@@ -89,7 +90,7 @@ KINDS = (
          # v1beta1 defaults it to 15, so every v1beta1 object read back carries it.
          only=(Only('v1beta1', 'retryDelayMinutes', harmless=(None, 15),
                     note="deprecated since Kueue 0.8, dropped by Kueue's own conversion"),)),
-    Kind('WorkloadPriorityClass', 'workloadpriorityclasses', False, 50, None),
+    Kind('WorkloadPriorityClass', 'workloadpriorityclasses', False, 50, None, top_level=('value', 'description')),
     Kind('ClusterQueue', 'clusterqueues', False, 60, None,
          refs=(_FLAVORS, Ref('spec.admissionChecksStrategy.admissionChecks[].name', 'AdmissionCheck', 'given'),
                Ref('spec.admissionChecks[]', 'AdmissionCheck')),

@@ -591,9 +591,12 @@ def redact_secret(obj, other=None):
     return out
 
 
-def _wpc_top_level(doc):
-    """WorkloadPriorityClass has ``value`` and ``description`` at the top level."""
-    return {k: doc[k] for k in ('value', 'description') if k in doc}
+def _top_level(doc):
+    """The fields beside ``spec`` that ``doc`` sets and its kind has (its kueue_api row's ``top_level``:
+    WorkloadPriorityClass's ``value`` and ``description``)."""
+    kind = doc.get('kind') if isinstance(doc, dict) else None
+    fields = BY_NAME[kind].top_level if isinstance(kind, str) and kind in BY_NAME else ()
+    return {k: doc[k] for k in fields if k in doc}
 
 
 def normalise_all(items, served, problems, kueue_namespace='kueue-system'):
@@ -601,16 +604,12 @@ def normalise_all(items, served, problems, kueue_namespace='kueue-system'):
     out = []
     seen = {}
     for origin, doc in items:
-        if isinstance(doc, dict) and doc.get('kind') == 'WorkloadPriorityClass':
-            top = _wpc_top_level(doc)
-            stripped = {k: v for k, v in doc.items() if k not in top}
-            obj = normalise(origin, stripped, served, problems, kueue_namespace)
-            if obj is not None:
-                obj.update(copy.deepcopy(top))
-        else:
-            obj = normalise(origin, doc, served, problems, kueue_namespace)
+        top = _top_level(doc)
+        obj = normalise(origin, {k: v for k, v in doc.items() if k not in top} if top else doc, served, problems,
+                        kueue_namespace)
         if obj is None:
             continue
+        obj.update(copy.deepcopy(top))
         key = obj_key(obj)
         if key in seen:
             problems.append(Problem(key_label(key), 'metadata.name',
