@@ -7,6 +7,7 @@ DOCUMENTATION: what check_mode, diff_mode, platform and action_group mean (the d
 ansible.builtin.action_common_attributes), that every module runs wherever Python runs, and that it belongs to
 the action group kueueops.aks.kueue (meta/runtime.yml). A module states its own check and diff support.
 INFO_MODULE: with DOCUMENTATION, for a module that only reads (check mode full, no diff).
+NO_DIFF: with DOCUMENTATION, for a module that writes but returns no diff (it states its own check mode).
 """
 
 
@@ -41,4 +42,11 @@ attributes:
   diff_mode:
     support: N/A
     details: This action does not modify state.
+"""
+
+    NO_DIFF = r"""
+options: {}
+attributes:
+  diff_mode:
+    support: none
 """

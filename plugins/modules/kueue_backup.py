@@ -127,10 +127,9 @@ attributes:
   check_mode:
     support: full
     details: Reads the cluster and reports the path, files, counts and checksums it would write; writes nothing.
-  diff_mode:
-    support: none
 extends_documentation_fragment:
   - kueueops.aks.attributes
+  - kueueops.aks.attributes.no_diff
   - kueueops.aks.kube_auth
 notes:
   - Check mode reads the cluster and reports the path, files, counts and checksums that would be written, and writes

@@ -48,10 +48,9 @@ attributes:
   check_mode:
     support: full
     details: Reports which objects it would pause or resume; patches nothing and writes no state file.
-  diff_mode:
-    support: none
 extends_documentation_fragment:
   - kueueops.aks.attributes
+  - kueueops.aks.attributes.no_diff
   - kueueops.aks.kube_auth
 """
 

@@ -56,10 +56,9 @@ attributes:
     support: full
     details: Counts the objects of the CRDs that need a migration (one LIST of one object per CRD) and reports them;
       writes nothing.
-  diff_mode:
-    support: none
 extends_documentation_fragment:
   - kueueops.aks.attributes
+  - kueueops.aks.attributes.no_diff
   - kueueops.aks.kube_auth
 notes:
   - The identity needs C(get), C(list) and C(update) on every Kueue resource, and C(get), C(list) and C(update) of

@@ -60,8 +60,10 @@ def rf(name=FLAVOR, **spec):
     return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
 
 
-def cq(name=CQ, flavor=FLAVOR, cpu="4", memory="8Gi", covered=("cpu", "memory"), resources=None):
-    res = resources if resources is not None else [{"name": "cpu", "nominalQuota": cpu},
+def cq(name=CQ, flavor=FLAVOR, cpu="4", memory="8Gi", covered=("cpu", "memory"), resources=None, cpu_limits=None):
+    """A ClusterQueue of ``flavor`` with ``cpu`` and ``memory`` quotas (``cpu_limits``: the cpu's borrowingLimit or
+    lendingLimit), or the ``resources`` given."""
+    res = resources if resources is not None else [dict({"name": "cpu", "nominalQuota": cpu}, **(cpu_limits or {})),
                                                    {"name": "memory", "nominalQuota": memory}]
     return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name},
             "spec": {"namespaceSelector": {},
@@ -359,8 +361,7 @@ CASES = [
     Case("queues-cel-borrowing-limit-without-cohort", "kueue_queues",
          ["ClusterQueue corpus-bad", "spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit"],
          ["set spec.cohortName", "or remove the limit"],
-         {"args": q([cq("corpus-bad", resources=[{"name": "cpu", "nominalQuota": "4", "borrowingLimit": "2"},
-                                                 {"name": "memory", "nominalQuota": "8Gi"}])])}),
+         {"args": q([cq("corpus-bad", cpu_limits={"borrowingLimit": "2"})])}),
     Case("queues-cel-flavor-fungibility-preference", "kueue_queues",
          ["ClusterQueue corpus-bad", "spec.flavorFungibility.preference"], ["TryNextFlavor"],
          {"args": q([_with(cq("corpus-bad"), flavorFungibility={
@@ -405,13 +406,11 @@ CASES = [
     Case("queues-webhook-lending-limit-without-cohort", "kueue_queues",
          ["ClusterQueue corpus-bad", "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit"],
          ["set spec.cohortName", "or remove the limit"],
-         {"args": q([cq("corpus-bad", resources=[{"name": "cpu", "nominalQuota": "4", "lendingLimit": "2"},
-                                                 {"name": "memory", "nominalQuota": "8Gi"}])])}),
+         {"args": q([cq("corpus-bad", cpu_limits={"lendingLimit": "2"})])}),
     Case("queues-webhook-lending-limit-above-quota", "kueue_queues",
          ["ClusterQueue corpus-bad", "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit", "above the nominalQuota"],
          ["no higher than the nominalQuota"],
-         {"args": q([_with(cq("corpus-bad", resources=[{"name": "cpu", "nominalQuota": "4", "lendingLimit": "10"},
-                                                       {"name": "memory", "nominalQuota": "8Gi"}]),
+         {"args": q([_with(cq("corpus-bad", cpu_limits={"lendingLimit": "10"}),
                            cohortName="corpus-cohort")])}),
     Case("queues-webhook-resources-out-of-order", "kueue_queues",
          ["ClusterQueue corpus-bad", "spec.resourceGroups[0].flavors[0].resources[0].name"],

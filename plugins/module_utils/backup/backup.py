@@ -36,6 +36,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections import namedtuple
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube import cluster_identity
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
@@ -139,10 +140,19 @@ def render(objects_by_kind, api_versions):
     return out
 
 
-def build_manifest(files, created, cluster, kueue, api_versions, excluded, workloads, include_secrets):
-    """The manifest dict. ``files`` as returned by ``render``; ``created`` a datetime (UTC)."""
+class Contents(namedtuple('Contents', 'api_versions excluded workloads include_secrets')):
+    """What a backup records besides its files: the version of each kind (``{kind: version}``), the objects left
+    out and why, the Workloads counted, and whether it holds the MultiKueue Secrets."""
+
+    __slots__ = ()
+
+
+def build_manifest(files, created, cluster, kueue, contents):
+    """The manifest dict. ``files`` as returned by ``render``; ``created`` a datetime (UTC); ``contents`` a
+    ``Contents``."""
     if isinstance(created, datetime.datetime):
         created = created.astimezone(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+    api_versions = contents.api_versions
     queues_version = api_versions.get('ClusterQueue')
     return {
         'format': FORMAT,
@@ -155,9 +165,9 @@ def build_manifest(files, created, cluster, kueue, api_versions, excluded, workl
         'files': dict((name, {'kind': kind, 'count': count, 'sha256': sha256_bytes(data),
                               'restore_with': restore_tool(kind)})
                       for name, kind, count, data in files),
-        'excluded': excluded,
-        'workloads': workloads,
-        'include_secrets': bool(include_secrets),
+        'excluded': contents.excluded,
+        'workloads': contents.workloads,
+        'include_secrets': bool(contents.include_secrets),
     }
 
 
@@ -455,75 +465,37 @@ def take(api_client, params, cluster_name, field, check_mode=False, identity=Non
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     exporter = Exporter(api_client, params['kueue_namespace'])
     exporter.discover()
-    aks_extension = params['aks_extension']
-    if aks_extension is None:
-        aks_extension = exporter.detect_aks_extension()
-    image = exporter.manager_image()
-
-    objects, excluded, raw_queues = snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
-                                             aks_extension)
-    workloads = workload_counts(exporter.list_workloads(), raw_queues.get('LocalQueue', []),
-                                raw_queues.get('ClusterQueue', []))
-    api_versions = dict(exporter.served)
-    if params['include_secrets']:
-        api_versions['Secret'] = 'v1'
-    files = render(objects, dict((k, v if k == 'Secret' else '%s/%s' % (GROUP, v))
-                                 for k, v in api_versions.items()))
+    if params['aks_extension'] is None:
+        params = dict(params, aks_extension=exporter.detect_aks_extension())
     cluster = dict(identity or {}, name=cluster_name, server=api_client.configuration.host,
                    resource_id=params['cluster_resource_id'])
-    kueue = {'version': image_tag(image), 'image': image, 'namespace': params['kueue_namespace'],
-             'aks_extension': bool(aks_extension)}
-    manifest = build_manifest(files, now, cluster, kueue, api_versions, excluded, workloads,
-                              params['include_secrets'])
-
+    files, manifest = export(exporter, params, cluster, now)
     if params['path']:
-        target = os.path.abspath(params['path'])
-        unique = False
+        target, unique = os.path.abspath(params['path']), False
     else:
-        target = os.path.join(os.path.abspath(params['dest']), folder_name(cluster_name, now))
-        unique = True
+        target, unique = os.path.join(os.path.abspath(params['dest']), folder_name(cluster_name, now)), True
     if not unique and os.path.lexists(target):
         raise BackupExists('%s already exists; refusing to overwrite an existing backup' % target, field=field,
                            fix='choose a new path (or give dest, under which a new folder is created)')
-
     result = {
         'changed': True,
         'backup_path': target,
         'counts': manifest['counts'],
         'files': [dict(manifest['files'][name], name=name) for name, _kind, _count, _data in files],
-        'excluded': excluded,
-        'workloads': workloads,
+        'excluded': manifest['excluded'],
+        'workloads': manifest['workloads'],
         'manifest': manifest,
         'api_version': manifest['api_version'],
-        'kueue_version': kueue['version'],
+        'kueue_version': manifest['kueue']['version'],
         'verified': False,
     }
     if check_mode:
         return result
-
-    def verify(temp):
-        problems = check_backup(temp)
-        if problems:
-            raise KueueOpsError('the files read back from %s do not match what was written: %s'
-                                % (target, '; '.join(problems)), field=field,
-                                fix='check the file system of %s (nothing was kept)' % field)
-        if not params['verify']:
-            return
-        written = load_objects(temp)
-        live, _excluded, _raw = snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
-                                         aks_extension)
-        differences = compare(written, flat(live))
-        if differences:
-            raise KueueOpsError('the backup does not match the live cluster (nothing was kept): %s'
-                                % '; '.join(differences), field='verify',
-                                fix='something changed the Kueue objects while the backup ran; pause what changes '
-                                    'them (GitOps, other automation) and run again')
-        result['verified'] = True
-
     created = prepare_parent(os.path.dirname(target), field)
     try:
         written = write_backup(target, [(name, data) for name, _kind, _count, data in files],
-                               dump_manifest(manifest), before_commit=verify, field=field, unique=unique)
+                               dump_manifest(manifest), before_commit=ReadBack(exporter, params, result, field),
+                               field=field, unique=unique)
     except BaseException:
         remove_created(created)
         raise
@@ -534,6 +506,56 @@ def take(api_client, params, cluster_name, field, check_mode=False, identity=Non
         shutil.rmtree(written, ignore_errors=True)
         raise
     return result
+
+
+def export(exporter, params, cluster, now):
+    """``(files, manifest)``: the cluster's Kueue objects as the backup's files (``render``) and its manifest, taken
+    ``now`` (``params``: the module's options, ``aks_extension`` known)."""
+    image = exporter.manager_image()
+    objects, excluded, raw_queues = snapshot(exporter, params['include_secrets'], params['include_aks_managed'],
+                                             params['aks_extension'])
+    workloads = workload_counts(exporter.list_workloads(), raw_queues.get('LocalQueue', []),
+                                raw_queues.get('ClusterQueue', []))
+    api_versions = dict(exporter.served)
+    if params['include_secrets']:
+        api_versions['Secret'] = 'v1'
+    files = render(objects, dict((k, v if k == 'Secret' else '%s/%s' % (GROUP, v))
+                                 for k, v in api_versions.items()))
+    kueue = {'version': image_tag(image), 'image': image, 'namespace': params['kueue_namespace'],
+             'aks_extension': bool(params['aks_extension'])}
+    contents = Contents(api_versions, excluded, workloads, params['include_secrets'])
+    return files, build_manifest(files, now, cluster, kueue, contents)
+
+
+class ReadBack:
+    """What write_backup calls on the written folder before it is committed: its files read back match the
+    manifest and, with ``verify``, the objects match a fresh read of the cluster (then ``result['verified']``)."""
+
+    def __init__(self, exporter, params, result, field):
+        self.exporter = exporter
+        self.params = params
+        self.result = result
+        self.field = field
+
+    def __call__(self, temp):
+        params, field, target = self.params, self.field, self.result['backup_path']
+        problems = check_backup(temp)
+        if problems:
+            raise KueueOpsError('the files read back from %s do not match what was written: %s'
+                                % (target, '; '.join(problems)), field=field,
+                                fix='check the file system of %s (nothing was kept)' % field)
+        if not params['verify']:
+            return
+        written = load_objects(temp)
+        live, _excluded, _raw = snapshot(self.exporter, params['include_secrets'], params['include_aks_managed'],
+                                         params['aks_extension'])
+        differences = compare(written, flat(live))
+        if differences:
+            raise KueueOpsError('the backup does not match the live cluster (nothing was kept): %s'
+                                % '; '.join(differences), field='verify',
+                                fix='something changed the Kueue objects while the backup ran; pause what changes '
+                                    'them (GitOps, other automation) and run again')
+        self.result['verified'] = True
 
 
 def convert_to_served(backup_objects, served):

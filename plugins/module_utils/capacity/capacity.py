@@ -45,6 +45,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from dataclasses import dataclass
 from decimal import Decimal
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.reader import Exporter
@@ -171,18 +172,20 @@ def allocatable_of(node):
     return out
 
 
+@dataclass
 class Source:
-    """What offers capacity: one Node, or one AKS agent pool counted at ``count`` nodes of ``per_node``."""
+    """What offers capacity: one Node, or one AKS agent pool counted at ``count`` nodes of ``per_node``
+    ({resource: Decimal}, None when the VM size is unknown; ``unknown``: resources whose per-node figure is
+    unknown)."""
 
-    def __init__(self, name, labels, taints, per_node, count=1, unknown=(), pool=None, note=None):
-        self.name = name
-        self.labels = labels
-        self.taints = taints
-        self.per_node = per_node  # {resource: Decimal}, None when the VM size is unknown
-        self.count = count
-        self.unknown = list(unknown)  # resources whose per-node figure is unknown
-        self.pool = pool
-        self.note = note
+    name: str
+    labels: dict
+    taints: list
+    per_node: dict
+    count: int = 1
+    unknown: tuple = ()
+    pool: str = None
+    note: str = None
 
     def offers(self, resource):
         """What it offers of ``resource`` (Decimal), None when unknown."""
@@ -340,91 +343,24 @@ def cohort_root(name, parents):
 def check(nodes, objects, pools=None):
     """The capacity report: ``{'flavors': [...], 'findings': [...], 'notes': [...]}`` (see the module's RETURN)."""
     srcs, notes = sources(nodes, pools)
-    for src in srcs:
-        if src.note:
-            notes.append(src.note)
+    notes.extend(src.note for src in srcs if src.note)
     flavors = of_kind(objects, 'ResourceFlavor')
-    cqs = of_kind(objects, 'ClusterQueue')
-    cohorts = of_kind(objects, 'Cohort')
     topologies = dict((name_of(t), t) for t in of_kind(objects, 'Topology'))
-
-    parents = dict((name_of(c), spec(c).get('parentName')) for c in cohorts)
-    quotas = {}  # (flavor, resource) -> [(owner, nominal, borrow, lend, root)]
-    for kind, owners in (('ClusterQueue', cqs), ('Cohort', cohorts)):
-        for owner in owners:
-            cohort = (spec(owner).get('cohortName') or spec(owner).get('cohort')) if kind == 'ClusterQueue' \
-                else name_of(owner)
-            root = cohort_root(cohort, parents) if cohort else None
-            for flavor, resource, nominal, borrow, lend in quota_entries(owner):
-                quotas.setdefault((flavor, resource), []).append(
-                    ('%s %s' % (kind, name_of(owner)), nominal, borrow, lend, root))
-
+    quotas = quotas_by_flavor(objects)
     findings = []
     report = []
     for flavor in flavors:
         fname = name_of(flavor)
-        fspec = spec(flavor)
-        node_labels = fspec.get('nodeLabels') or {}
-        tolerations = [t for t in fspec.get('tolerations') or [] if isinstance(t, dict)]
-        selected = [s for s in srcs if selects(node_labels, s.labels)]
-        untolerated = sorted(set('%s on %s' % (taint_text(t), s.label()) for s in selected for t in s.taints
-                                 if isinstance(t, dict) and t.get('effect') in BLOCKING_EFFECTS
-                                 and not any(tolerates(tol, t) for tol in tolerations)))
-        entry = {'name': fname, 'node_labels': node_labels, 'nodes': [s.name for s in selected if not s.pool],
-                 'pools': [s.pool for s in selected if s.pool],
-                 'node_count': sum(s.count for s in selected), 'untolerated_taints': untolerated, 'resources': []}
-        selector = ', '.join('%s=%s' % kv for kv in sorted(node_labels.items())) or '(none: every node)'
+        selected = [s for s in srcs if selects(spec(flavor).get('nodeLabels') or {}, s.labels)]
+        entry, untolerated = flavor_entry(flavor, selected)
         resources = sorted(set(r for (f, r) in quotas if f == fname))
         if not selected:
-            asked = '; '.join('%s %s' % (r, show(r, sum(q[1] for q in quotas[(fname, r)]))) for r in resources)
-            lost = '; the quota on it (%s) can never be used' % asked if asked else ''
-            findings.append(finding('no-nodes', fname, None, 'ResourceFlavor %s selects no node%s: no node carries '
-                                    'its nodeLabels %s%s' % (fname, ' nor agent pool' if pools is not None else '',
-                                                             selector, lost)))
+            findings.append(no_nodes_finding(flavor, resources, quotas, pools is not None))
         for resource in resources:
-            entries = quotas[(fname, resource)]
-            nominal = sum(e[1] for e in entries)
-            offered = [s.offers(resource) for s in selected]
-            allocatable = None if any(o is None for o in offered) else sum(offered, Decimal(0))
-            known = sum((o for o in offered if o is not None), Decimal(0))
-            ratio = (nominal / allocatable) if allocatable else None
-            row = {'resource': resource, 'nominal': show(resource, nominal),
-                   'allocatable': show(resource, allocatable), 'ratio': float(ratio) if ratio is not None else None,
-                   'queues': queue_rows(fname, resource, entries, quotas)}
-            if allocatable is None and known:
-                row['allocatable_known'] = show(resource, known)
+            row, found = resource_row(fname, resource, quotas, selected)
             entry['resources'].append(row)
-            owners = ', '.join('%s %s' % (e[0].split(' ', 1)[1], show(resource, e[1])) for e in entries)
-            if not selected or nominal <= 0:
-                continue
-            if allocatable is not None and allocatable == 0:
-                findings.append(finding('missing-resource', fname, resource, 'ResourceFlavor %s: quota %s %s (%s) '
-                                        'but its nodes (%s) have no %s' % (fname, resource, show(resource, nominal),
-                                                                           owners, describe(selected), resource)))
-            elif ratio is not None and ratio > 1:
-                findings.append(finding('over-commit', fname, resource, 'ResourceFlavor %s, %s: nominal quota %s '
-                                        '(%s) is %s what its nodes offer, %s (%s)'
-                                        % (fname, resource, show(resource, nominal), owners, ratio_text(ratio),
-                                           show(resource, allocatable), describe(selected))))
-            elif allocatable is None and known < nominal:
-                findings.append(finding('unknown', fname, resource, 'ResourceFlavor %s, %s: nominal quota %s; what '
-                                        'its nodes offer is unknown (%s)' % (fname, resource, show(resource, nominal),
-                                                                             describe(selected)), 'note'))
-        topology = fspec.get('topologyName')
-        if topology:
-            entry['topology'] = {'name': topology, 'missing_levels': []}
-            if topology not in topologies:
-                findings.append(finding('topology', fname, None, 'ResourceFlavor %s names Topology %s, which does not '
-                                        'exist' % (fname, topology)))
-            elif selected:
-                levels = [lv.get('nodeLabel') for lv in spec(topologies[topology]).get('levels') or []
-                          if isinstance(lv, dict)]
-                missing = [lv for lv in levels if not any(lv in s.labels for s in selected)]
-                entry['topology']['missing_levels'] = missing
-                for level in missing:
-                    findings.append(finding('topology', fname, None, 'Topology %s level %s: no node of '
-                                            'ResourceFlavor %s carries the label %s, so Topology Aware Scheduling '
-                                            'cannot place a Workload there' % (topology, level, fname, level)))
+            findings.extend(found)
+        findings.extend(topology_findings(entry, flavor, selected, topologies))
         if untolerated:
             notes.append('ResourceFlavor %s: taints it does not tolerate (a Workload\'s pods need their own '
                          'toleration): %s' % (fname, '; '.join(untolerated)))
@@ -434,6 +370,101 @@ def check(nodes, objects, pools=None):
         if fname not in known_flavors:
             notes.append('quota on ResourceFlavor %s (%s), which does not exist: not checked' % (fname, resource))
     return {'flavors': report, 'findings': findings, 'notes': sorted(set(notes), key=notes.index)}
+
+
+def quotas_by_flavor(objects):
+    """{(flavor, resource): [(owner, nominal, borrowing limit, lending limit, root cohort)]} of the ClusterQueues'
+    and Cohorts' quotas."""
+    cohorts = of_kind(objects, 'Cohort')
+    parents = dict((name_of(c), spec(c).get('parentName')) for c in cohorts)
+    quotas = {}
+    for kind, owners in (('ClusterQueue', of_kind(objects, 'ClusterQueue')), ('Cohort', cohorts)):
+        for owner in owners:
+            cohort = (spec(owner).get('cohortName') or spec(owner).get('cohort')) if kind == 'ClusterQueue' \
+                else name_of(owner)
+            root = cohort_root(cohort, parents) if cohort else None
+            for flavor, resource, nominal, borrow, lend in quota_entries(owner):
+                quotas.setdefault((flavor, resource), []).append(
+                    ('%s %s' % (kind, name_of(owner)), nominal, borrow, lend, root))
+    return quotas
+
+
+def flavor_entry(flavor, selected):
+    """``(entry, untolerated)``: the report of ResourceFlavor ``flavor`` on the sources it ``selected`` (its
+    ``resources`` still empty), and the taints of those it does not tolerate."""
+    fspec = spec(flavor)
+    tolerations = [t for t in fspec.get('tolerations') or [] if isinstance(t, dict)]
+    untolerated = sorted(set('%s on %s' % (taint_text(t), s.label()) for s in selected for t in s.taints
+                             if isinstance(t, dict) and t.get('effect') in BLOCKING_EFFECTS
+                             and not any(tolerates(tol, t) for tol in tolerations)))
+    entry = {'name': name_of(flavor), 'node_labels': fspec.get('nodeLabels') or {},
+             'nodes': [s.name for s in selected if not s.pool], 'pools': [s.pool for s in selected if s.pool],
+             'node_count': sum(s.count for s in selected), 'untolerated_taints': untolerated, 'resources': []}
+    return entry, untolerated
+
+
+def no_nodes_finding(flavor, resources, quotas, with_pools):
+    fname = name_of(flavor)
+    node_labels = spec(flavor).get('nodeLabels') or {}
+    selector = ', '.join('%s=%s' % kv for kv in sorted(node_labels.items())) or '(none: every node)'
+    asked = '; '.join('%s %s' % (r, show(r, sum(q[1] for q in quotas[(fname, r)]))) for r in resources)
+    lost = '; the quota on it (%s) can never be used' % asked if asked else ''
+    return finding('no-nodes', fname, None, 'ResourceFlavor %s selects no node%s: no node carries its nodeLabels %s%s'
+                   % (fname, ' nor agent pool' if with_pools else '', selector, lost))
+
+
+def resource_row(fname, resource, quotas, selected):
+    """``(row, findings)``: the quota on ``resource`` of ResourceFlavor ``fname`` against what its ``selected``
+    sources offer."""
+    entries = quotas[(fname, resource)]
+    nominal = sum(e[1] for e in entries)
+    offered = [s.offers(resource) for s in selected]
+    allocatable = None if any(o is None for o in offered) else sum(offered, Decimal(0))
+    known = sum((o for o in offered if o is not None), Decimal(0))
+    ratio = (nominal / allocatable) if allocatable else None
+    row = {'resource': resource, 'nominal': show(resource, nominal),
+           'allocatable': show(resource, allocatable), 'ratio': float(ratio) if ratio is not None else None,
+           'queues': queue_rows(fname, resource, entries, quotas)}
+    if allocatable is None and known:
+        row['allocatable_known'] = show(resource, known)
+    owners = ', '.join('%s %s' % (e[0].split(' ', 1)[1], show(resource, e[1])) for e in entries)
+    if not selected or nominal <= 0:
+        return row, []
+    if allocatable is not None and allocatable == 0:
+        return row, [finding('missing-resource', fname, resource, 'ResourceFlavor %s: quota %s %s (%s) but its nodes '
+                             '(%s) have no %s' % (fname, resource, show(resource, nominal), owners,
+                                                  describe(selected), resource))]
+    if ratio is not None and ratio > 1:
+        return row, [finding('over-commit', fname, resource, 'ResourceFlavor %s, %s: nominal quota %s (%s) is %s '
+                             'what its nodes offer, %s (%s)'
+                             % (fname, resource, show(resource, nominal), owners, ratio_text(ratio),
+                                show(resource, allocatable), describe(selected)))]
+    if allocatable is None and known < nominal:
+        return row, [finding('unknown', fname, resource, 'ResourceFlavor %s, %s: nominal quota %s; what its nodes '
+                             'offer is unknown (%s)' % (fname, resource, show(resource, nominal),
+                                                        describe(selected)), 'note')]
+    return row, []
+
+
+def topology_findings(entry, flavor, selected, topologies):
+    """The Topology ResourceFlavor ``flavor`` names: it exists, and its ``selected`` sources carry every level's
+    label (written into ``entry['topology']``)."""
+    fname = name_of(flavor)
+    topology = spec(flavor).get('topologyName')
+    if not topology:
+        return []
+    entry['topology'] = {'name': topology, 'missing_levels': []}
+    if topology not in topologies:
+        return [finding('topology', fname, None, 'ResourceFlavor %s names Topology %s, which does not exist'
+                        % (fname, topology))]
+    if not selected:
+        return []
+    levels = [lv.get('nodeLabel') for lv in spec(topologies[topology]).get('levels') or [] if isinstance(lv, dict)]
+    missing = [lv for lv in levels if not any(lv in s.labels for s in selected)]
+    entry['topology']['missing_levels'] = missing
+    return [finding('topology', fname, None, 'Topology %s level %s: no node of ResourceFlavor %s carries the label '
+                    '%s, so Topology Aware Scheduling cannot place a Workload there' % (topology, level, fname, level))
+            for level in missing]
 
 
 def finding(kind, flavor, resource, message, severity='warning'):

@@ -40,6 +40,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections import namedtuple
 
 try:
     import yaml
@@ -60,6 +61,20 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client impo
 MIN_HELM = (3, 13, 0)
 _NOT_FOUND = "release: not found"
 _ABSENT = object()  # _release_json: the release does not exist
+
+
+_HELM_UPGRADE = namedtuple('HelmUpgrade', 'version values_file values_files create_namespace wait timeout atomic '
+                           'plain_http tls extra_args',
+                           defaults=(None, None, None, False, True, None, False, False, None, None))
+
+
+class HelmUpgrade(_HELM_UPGRADE):
+    """How ``helm upgrade --install`` runs: the chart ``version``, the values files (``values_file`` last: the
+    module's rendered values win over ``values_files``), whether it creates the namespace, waits (``timeout``),
+    rolls back on failure (``atomic``), reaches the registry over plain HTTP or with ``tls`` (``tls_args``), and
+    further ``extra_args``."""
+
+    __slots__ = ()
 
 
 class HelmError(KueueOpsError):
@@ -442,34 +457,35 @@ class HelmRunner:
         return None if data is _ABSENT else data or {}
 
     # -- changes
-    def upgrade_args(self, release, namespace, chart_ref, version=None, values_file=None, values_files=None,
-                     create_namespace=False, wait=True, timeout=None, atomic=False, plain_http=False,
-                     tls=None, extra_args=None):
-        """The argv after the binary for ``helm upgrade --install`` (pure)."""
+    def upgrade_args(self, release, namespace, chart_ref, options=None):
+        """The argv after the binary for ``helm upgrade --install`` (pure), with ``options`` a ``HelmUpgrade``."""
+        o = options or HelmUpgrade()
         args = ["upgrade", release, chart_ref, "--install", "--namespace", namespace]
-        if version:
-            args += ["--version", str(version)]
-        if create_namespace:
+        if o.version:
+            args += ["--version", str(o.version)]
+        if o.create_namespace:
             args.append("--create-namespace")
-        for path in values_files or []:
+        for path in o.values_files or []:
             args += ["--values", path]
-        if values_file:
-            args += ["--values", values_file]  # last: the module's rendered values win
-        if plain_http:
+        if o.values_file:
+            args += ["--values", o.values_file]  # last: the module's rendered values win
+        if o.plain_http:
             args.append("--plain-http")
-        args += self.tls_args(tls)
-        if atomic:
+        args += self.tls_args(o.tls)
+        if o.atomic:
             args.append("--rollback-on-failure" if self.is_v4 else "--atomic")
-        args += self._wait_args(wait or atomic, timeout)
-        args += list(extra_args or [])
+        args += self._wait_args(o.wait or o.atomic, o.timeout)
+        args += list(o.extra_args or [])
         args += ["--output", "json"]
         return args
 
-    def upgrade_install(self, release, namespace, chart_ref, values, **kwargs):
-        """Run helm upgrade --install with values from a 0600 temp file; returns the release JSON (or {})."""
+    def upgrade_install(self, release, namespace, chart_ref, values, **options):
+        """Run helm upgrade --install with values from a 0600 temp file (``options``: the fields of
+        ``HelmUpgrade`` but ``values_file``); returns the release JSON (or {})."""
         path = self._write_values(values or {})
         try:
-            _rc, out, _err = self._run(self.upgrade_args(release, namespace, chart_ref, values_file=path, **kwargs))
+            _rc, out, _err = self._run(self.upgrade_args(release, namespace, chart_ref,
+                                                         HelmUpgrade(values_file=path, **options)))
         finally:
             try:
                 os.remove(path)

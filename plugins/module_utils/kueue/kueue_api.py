@@ -2,8 +2,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The one model of Kueue's API the collection works with (issue 14, item 1): its group and versions, the kinds
-of a queue configuration (plural, scope, dependency order, backup file number), the server fields a manifest must
-not carry back, and the identity of an object. Every other file reads these names from here.
+of a queue configuration (plural, scope, dependency order, backup file number, and, issue 42 item 3, what each
+references, how its fields differ between versions and the condition that says it is Active), the server fields a
+manifest must not carry back, and the identity of an object. Every other file reads these names from here.
 
 Pure data and functions: no cluster, no Ansible.
 """
@@ -20,34 +21,91 @@ ALPHA = 'v1alpha1'
 ALPHA_KINDS = ('Cohort', 'Topology')
 
 
-class Kind(namedtuple('Kind', 'name plural namespaced number core_version')):
-    """One kind of a queue configuration.
+class Ref(namedtuple('Ref', 'path kind names missing', defaults=('string', None))):
+    """A field of a kind that names an object of another kind (queues.validate looks each name up).
 
-    ``number``: its place in dependency order, and the ``NN-`` of its file in a backup folder;
-    ``core_version``: the core API version (``v1``) of a kind that is not Kueue's (``None`` for Kueue's).
+    ``path``: dotted from the object, ``[]`` for every item of a list (``spec.clusters[]``); ``kind``: what it names;
+    ``names``: which values are names to look up: ``'string'`` every string, ``'given'`` every value that is set (one
+    not a string is reported), ``'typed'`` a ``{apiGroup, kind, name}`` reference (Kueue's group or none) naming
+    ``kind`` (its ``.name`` is the field); ``missing``: set for a reference that must be given, what to write.
     """
 
     __slots__ = ()
 
 
+class Rename(namedtuple('Rename', 'version old new')):
+    """A spec field that ``version`` calls ``old`` and the next version (v1beta2 after v1beta1, v1beta1 after
+    v1alpha1) ``new``; a dotted ``new`` is a field of a mapping (``clusterSource.kubeConfig``), where the old fields
+    move together. queues.convert moves it and refuses the old name in an object declared at the other version."""
+
+    __slots__ = ()
+
+
+class Only(namedtuple('Only', 'version field instead harmless note', defaults=(None, None, None))):
+    """A spec field only ``version`` (v1beta1 or v1beta2) has: in an object declared at the other version it is
+    refused, naming ``instead`` (what that version writes) when it has one. A conversion away from ``version``
+    drops it silently when its value is one of ``harmless`` (a default), else refuses it (``harmless`` None: it is
+    kept and refused, whatever its value); ``note`` says why it has no equivalent when that is not that the cluster
+    serves only the older version."""
+
+    __slots__ = ()
+
+
+class Kind(namedtuple('Kind', 'name plural namespaced number core_version refs renames only active top_level',
+                      defaults=((), (), (), None, ()))):
+    """One kind of a queue configuration.
+
+    ``number``: its place in dependency order, and the ``NN-`` of its file in a backup folder;
+    ``core_version``: the core API version (``v1``) of a kind that is not Kueue's (``None`` for Kueue's);
+    ``refs``: the objects it names (``Ref``), looked up in the input and the cluster; ``renames`` and ``only``: how
+    its spec differs between API versions (``Rename``, ``Only``; queues.py's docstring has the table);
+    ``active``: the condition Kueue sets when it is ready to admit (``None``: Kueue reports none);
+    ``top_level``: its fields beside ``spec`` (a manifest's other top-level fields are refused).
+    """
+
+    __slots__ = ()
+
+
+_FLAVORS = Ref('spec.resourceGroups[].flavors[].name', 'ResourceFlavor')
+
 # Dependency order: what an object refers to comes (and is applied) before it. A MultiKueueCluster names a Secret,
 # a MultiKueueConfig names MultiKueueClusters, an AdmissionCheck names a MultiKueueConfig or a
 # ProvisioningRequestConfig, a ResourceFlavor a Topology, a ClusterQueue its flavors, checks and cohort, a
-# LocalQueue its ClusterQueue. Removal goes the other way.
+# LocalQueue its ClusterQueue. Removal goes the other way. (The Secret a MultiKueueCluster names, in the namespace
+# Kueue runs in, and the AdmissionCheck's MultiKueueConfig, which its controller decides, are queues.validate's.)
 KINDS = (
     Kind('Secret', 'secrets', True, 1, 'v1'),
-    Kind('MultiKueueCluster', 'multikueueclusters', False, 2, None),
-    Kind('MultiKueueConfig', 'multikueueconfigs', False, 3, None),
+    Kind('MultiKueueCluster', 'multikueueclusters', False, 2, None,
+         renames=(Rename('v1beta1', 'kubeConfig', 'clusterSource.kubeConfig'),
+                  Rename('v1beta1', 'clusterProfileRef', 'clusterSource.clusterProfileRef'))),
+    Kind('MultiKueueConfig', 'multikueueconfigs', False, 3, None,
+         refs=(Ref('spec.clusters[]', 'MultiKueueCluster'),),
+         only=(Only('v1beta2', 'quotaManagement', harmless=(None, 'Manual')),)),  # Manual is the default
     Kind('Topology', 'topologies', False, 5, None),
-    Kind('ResourceFlavor', 'resourceflavors', False, 10, None),
-    Kind('Cohort', 'cohorts', False, 20, None),
+    Kind('ResourceFlavor', 'resourceflavors', False, 10, None, refs=(Ref('spec.topologyName', 'Topology', 'given'),)),
+    Kind('Cohort', 'cohorts', False, 20, None, refs=(_FLAVORS,), renames=(Rename(ALPHA, 'parent', 'parentName'),)),
     Kind('ProvisioningRequestConfig', 'provisioningrequestconfigs', False, 30, None),
-    Kind('AdmissionCheck', 'admissionchecks', False, 40, None),
-    Kind('WorkloadPriorityClass', 'workloadpriorityclasses', False, 50, None),
-    Kind('ClusterQueue', 'clusterqueues', False, 60, None),
-    Kind('LocalQueue', 'localqueues', True, 70, None),
+    Kind('AdmissionCheck', 'admissionchecks', False, 40, None,
+         refs=(Ref('spec.parameters', 'ProvisioningRequestConfig', 'typed'),),
+         # v1beta1 defaults it to 15, so every v1beta1 object read back carries it.
+         only=(Only('v1beta1', 'retryDelayMinutes', harmless=(None, 15),
+                    note="deprecated since Kueue 0.8, dropped by Kueue's own conversion"),)),
+    Kind('WorkloadPriorityClass', 'workloadpriorityclasses', False, 50, None, top_level=('value', 'description')),
+    Kind('ClusterQueue', 'clusterqueues', False, 60, None,
+         refs=(_FLAVORS, Ref('spec.admissionChecksStrategy.admissionChecks[].name', 'AdmissionCheck', 'given'),
+               Ref('spec.admissionChecks[]', 'AdmissionCheck')),
+         renames=(Rename('v1beta1', 'cohort', 'cohortName'),),
+         # admissionChecks: queues.py's converter writes it as admissionChecksStrategy before anything is dropped.
+         only=(Only('v1beta1', 'admissionChecks', 'admissionChecksStrategy', harmless=()),
+               Only('v1beta2', 'concurrentAdmissionPolicy')),
+         active='Active'),
+    Kind('LocalQueue', 'localqueues', True, 70, None,
+         refs=(Ref('spec.clusterQueue', 'ClusterQueue', 'given', missing='name the ClusterQueue to submit to'),),
+         active='Active'),
 )
 BY_NAME = dict((k.name, k) for k in KINDS)
+# The kinds Kueue reports readiness for, and the condition it sets: {kind: condition type}.
+ACTIVE = dict((k.name, k.active) for k in KINDS if k.active)
 KIND_ORDER = tuple(k.name for k in KINDS)
 PLURALS = dict((k.name, k.plural) for k in KINDS)
 NAMESPACED = frozenset(k.name for k in KINDS if k.namespaced)

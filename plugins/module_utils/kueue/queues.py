@@ -80,6 +80,7 @@ import copy
 import json
 import os
 import re
+from collections import namedtuple
 from decimal import Decimal, InvalidOperation
 
 try:
@@ -90,8 +91,8 @@ except ImportError:  # pragma: no cover - the module reports the missing library
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import REDACTED
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import multikueue
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api import (
-    ALPHA, ALPHA_KINDS, EXPORT_METADATA, GROUP, KIND_ORDER, LAST_APPLIED, NAMESPACED, PLURALS, VERSIONS, condition,
-    key_label, kind_rank, obj_key, obj_label, strip_server_metadata)
+    ACTIVE, ALPHA, ALPHA_KINDS, BY_NAME, EXPORT_METADATA, GROUP, KIND_ORDER, LAST_APPLIED, NAMESPACED, PLURALS,
+    VERSIONS, condition, key_label, kind_rank, obj_key, obj_label, strip_server_metadata)
 from ansible_collections.kueueops.aks.plugins.module_utils.common import yaml_docs
 
 FIELD_MANAGER = 'kueueops'
@@ -106,13 +107,8 @@ PROVISIONING_REQUEST_CONTROLLER = GROUP + '/provisioning-request'
 PROVISIONING_REQUEST_API = ('autoscaling.x-k8s.io', 'v1', 'provisioningrequests')
 MULTIKUEUE_SECRET_KEY = multikueue.SECRET_KEY
 _SECRET_FIELDS = ('apiVersion', 'kind', 'metadata', 'data', 'stringData', 'type', 'immutable')
-# Kinds that Kueue reports an Active condition for.
-ACTIVE_KINDS = ('ClusterQueue', 'LocalQueue')
-
-
-# AdmissionCheck.spec.retryDelayMinutes: v1beta1 defaults it to 15 (so every v1beta1
-# object read back carries it); v1beta2 has no such field.
-_RETRY_DELAY_DEFAULT = 15
+# Kinds that Kueue reports an Active condition for (their kueue_api row's ``active``).
+ACTIVE_KINDS = tuple(ACTIVE)
 
 
 class Problem:
@@ -264,7 +260,7 @@ def load_inputs(resources=None, src=None):
 _FUNGIBILITY_V1BETA1 = (('whenCanBorrow', 'Borrow'), ('whenCanPreempt', 'Preempt'))
 
 
-def _convert_fungibility(spec, to_v1beta2):
+def _convert_fungibility(spec, to_v1beta2, _label, _problems):
     fungibility = spec.get('flavorFungibility')
     if not isinstance(fungibility, dict):
         return
@@ -272,6 +268,28 @@ def _convert_fungibility(spec, to_v1beta2):
         old, new = (v1beta1, 'MayStopSearch') if to_v1beta2 else ('MayStopSearch', v1beta1)
         if fungibility.get(field) == old:
             fungibility[field] = new
+
+
+def _convert_admission_checks(spec, to_v1beta2, label, problems):
+    """v1beta1's ``spec.admissionChecks: [name]`` is v1beta2's ``spec.admissionChecksStrategy.admissionChecks:
+    [{name: name}]`` (v1beta1 has both)."""
+    if not to_v1beta2 or 'admissionChecks' not in spec:
+        return
+    checks = spec.pop('admissionChecks')
+    if spec.get('admissionChecksStrategy'):
+        problems.append(Problem(label, 'spec.admissionChecks',
+                                'both spec.admissionChecks and spec.admissionChecksStrategy are set; '
+                                'v1beta2 only has admissionChecksStrategy: move the checks there'))
+    elif checks:
+        if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
+            problems.append(Problem(label, 'spec.admissionChecks', 'must be a list of AdmissionCheck names'))
+        else:
+            spec['admissionChecksStrategy'] = {'admissionChecks': [{'name': c} for c in checks]}
+
+
+# What changes a value between v1beta1 and v1beta2, not only a field's name (kueue_api's Rename and Only rows say
+# those), by kind: each ``(spec, to_v1beta2, label, problems)``, run after the renames and before the drops.
+_CONVERTERS = {'ClusterQueue': (_convert_admission_checks, _convert_fungibility)}
 
 
 def _rename(spec, old, new, label, problems, old_version, new_version):
@@ -286,92 +304,114 @@ def _rename(spec, old, new, label, problems, old_version, new_version):
         spec[new] = spec.pop(old)
 
 
-def convert(obj, source, target, label, problems):
-    """Convert a Kueue object's spec in place from ``source`` to ``target`` apiVersion."""
-    kind = obj.get('kind')
-    spec = obj.get('spec')
-    if not isinstance(spec, dict):
-        return
-    # Fields written with the other version's name in an object that declares this one.
-    other_names = {'v1beta1': {'ClusterQueue': {'cohortName': 'cohort', 'concurrentAdmissionPolicy': None},
-                               'MultiKueueCluster': {'clusterSource': 'kubeConfig'},
-                               'MultiKueueConfig': {'quotaManagement': None}},
-                   'v1beta2': {'ClusterQueue': {'cohort': 'cohortName', 'admissionChecks': 'admissionChecksStrategy'},
-                               'AdmissionCheck': {'retryDelayMinutes': None},
-                               'MultiKueueCluster': {'kubeConfig': 'clusterSource.kubeConfig',
-                                                     'clusterProfileRef': 'clusterSource.clusterProfileRef'}}}
-    for name, proper in other_names.get(source, {}).get(kind, {}).items():
-        if name in spec:
-            if proper:
-                problems.append(Problem(label, 'spec.%s' % name,
-                                        'not a field of %s/%s %s; write spec.%s (or change apiVersion)'
-                                        % (GROUP, source, kind, proper)))
-            else:
-                problems.append(Problem(label, 'spec.%s' % name,
-                                        'not a field of %s/%s %s' % (GROUP, source, kind)))
-    if kind == 'Cohort' and source != ALPHA and 'parent' in spec:
-        problems.append(Problem(label, 'spec.parent',
-                                'not a field of Cohort in v1beta1/v1beta2 (it was the v1alpha1 name); '
-                                'write spec.parentName, or declare apiVersion %s/%s' % (GROUP, ALPHA)))
-    if kind == 'Cohort' and source == ALPHA and 'parentName' in spec:
-        problems.append(Problem(label, 'spec.parentName',
-                                'not a field of %s/%s Cohort (a v1alpha1 API server drops it); write spec.parent, '
-                                'or declare apiVersion %s/v1beta2' % (GROUP, ALPHA, GROUP)))
-        return
-    if source == target:
-        return
+def _other_version_names(row, source):
+    """{field: the name ``source`` (v1beta1 or v1beta2) writes instead, or None} of the spec fields of the other
+    version that an object declared at ``source`` must not carry."""
+    names = {}
+    if source not in VERSIONS:
+        return names
+    for rename in row.renames:
+        if rename.version == 'v1beta1' and source == 'v1beta1':
+            names.setdefault(rename.new.split('.')[0], rename.old)
+        elif rename.version == 'v1beta1':
+            names.setdefault(rename.old, rename.new)
+    for only in row.only:
+        if only.version != source:
+            names.setdefault(only.field, only.instead)
+    return names
 
-    if ALPHA in (source, target):
-        # Topology: the same fields in every version. Cohort: only parent/parentName differ.
-        if kind == 'Cohort' and source == ALPHA and 'parent' in spec:
-            spec['parentName'] = spec.pop('parent')
-        elif kind == 'Cohort' and target == ALPHA and 'parentName' in spec:
-            spec['parent'] = spec.pop('parentName')
-    elif kind == 'ClusterQueue':
-        if source == 'v1beta1':
-            _rename(spec, 'cohort', 'cohortName', label, problems, source, target)
-            if 'admissionChecks' in spec:
-                checks = spec.pop('admissionChecks')
-                if spec.get('admissionChecksStrategy'):
-                    problems.append(Problem(label, 'spec.admissionChecks',
-                                            'both spec.admissionChecks and spec.admissionChecksStrategy are set; '
-                                            'v1beta2 only has admissionChecksStrategy: move the checks there'))
-                elif checks:
-                    if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
-                        problems.append(Problem(label, 'spec.admissionChecks',
-                                                'must be a list of AdmissionCheck names'))
-                    else:
-                        spec['admissionChecksStrategy'] = {'admissionChecks': [{'name': c} for c in checks]}
-            _convert_fungibility(spec, to_v1beta2=True)
+
+def _alpha_refused(row, spec, source, label, problems):
+    """Refuse the v1alpha1 name of a field in a v1beta1/v1beta2 object, and the newer name in a v1alpha1 object
+    (then True: the object cannot be converted)."""
+    for rename in row.renames:
+        if rename.version != ALPHA:
+            continue
+        if source != ALPHA and rename.old in spec:
+            problems.append(Problem(label, 'spec.%s' % rename.old,
+                                    'not a field of %s in v1beta1/v1beta2 (it was the v1alpha1 name); write spec.%s, '
+                                    'or declare apiVersion %s/%s' % (row.name, rename.new, GROUP, ALPHA)))
+        if source == ALPHA and rename.new in spec:
+            problems.append(Problem(label, 'spec.%s' % rename.new,
+                                    'not a field of %s/%s %s (a v1alpha1 API server drops it); write spec.%s, or '
+                                    'declare apiVersion %s/v1beta2' % (GROUP, ALPHA, row.name, rename.old, GROUP)))
+            return True
+    return False
+
+
+def _convert_alpha(row, spec, source, target):
+    """To or from v1alpha1: Topology has the same fields in every version, Cohort's parent is renamed."""
+    for rename in row.renames:
+        if rename.version != ALPHA:
+            continue
+        if source == ALPHA and rename.old in spec:
+            spec[rename.new] = spec.pop(rename.old)
+        elif target == ALPHA and rename.new in spec:
+            spec[rename.old] = spec.pop(rename.new)
+
+
+def _move_renamed(spec, renames, label, problems, source, target):
+    """Move the renamed fields from ``source``'s names to ``target``'s; fields renamed into a mapping
+    (MultiKueueCluster's ``clusterSource``) move in and out of it together."""
+    to_v1beta2 = source == 'v1beta1'
+    nested = {}
+    for rename in renames:
+        parent, _dot, child = rename.new.rpartition('.')
+        if parent:
+            nested.setdefault(parent, []).append((rename.old, child))
+        elif to_v1beta2:
+            _rename(spec, rename.old, rename.new, label, problems, source, target)
         else:
-            _rename(spec, 'cohortName', 'cohort', label, problems, source, target)
-            if 'concurrentAdmissionPolicy' in spec:
-                problems.append(Problem(label, 'spec.concurrentAdmissionPolicy',
-                                        'has no equivalent in %s/v1beta1, the only version this cluster serves; '
-                                        'remove it or upgrade Kueue' % GROUP))
-            _convert_fungibility(spec, to_v1beta2=False)
-    elif kind == 'MultiKueueCluster':
-        if source == 'v1beta1':
-            moved = dict((f, spec.pop(f)) for f in ('kubeConfig', 'clusterProfileRef') if f in spec)
+            _rename(spec, rename.new, rename.old, label, problems, source, target)
+    for parent, fields in nested.items():
+        if to_v1beta2:
+            moved = dict((child, spec.pop(old)) for old, child in fields if old in spec)
             if moved:
-                spec['clusterSource'] = moved
-        else:
-            source_spec = spec.pop('clusterSource', None)
-            if isinstance(source_spec, dict):
-                for field in ('kubeConfig', 'clusterProfileRef'):
-                    if field in source_spec:
-                        spec[field] = source_spec[field]
-    elif kind == 'MultiKueueConfig' and source == 'v1beta2' and 'quotaManagement' in spec:
-        if spec.pop('quotaManagement') not in (None, 'Manual'):  # Manual is the default
-            problems.append(Problem(label, 'spec.quotaManagement',
-                                    'has no equivalent in %s/v1beta1, the only version this cluster serves; remove '
-                                    'it or upgrade Kueue' % GROUP))
-    elif kind == 'AdmissionCheck' and source == 'v1beta1' and 'retryDelayMinutes' in spec:
-        value = spec.pop('retryDelayMinutes')
-        if value not in (None, _RETRY_DELAY_DEFAULT):
-            problems.append(Problem(label, 'spec.retryDelayMinutes',
-                                    'has no equivalent in %s/v1beta2 (deprecated since Kueue 0.8, dropped by '
-                                    'Kueue\'s own conversion); remove it' % GROUP))
+                spec[parent] = moved
+            continue
+        inner = spec.pop(parent, None)
+        if isinstance(inner, dict):
+            for old, child in fields:
+                if child in inner:
+                    spec[old] = inner[child]
+
+
+def _drop_only(spec, only, label, problems):
+    """Convert away from the one version that has the field ``only`` names: drop it, and refuse a value that is
+    not a harmless default (``harmless`` None: keep it, refused)."""
+    if only.field not in spec:
+        return
+    if only.harmless is not None and spec.pop(only.field) in only.harmless:
+        return
+    other = VERSIONS[1] if only.version == VERSIONS[0] else VERSIONS[0]
+    why = ' (%s); remove it' % only.note if only.note else \
+        ', the only version this cluster serves; remove it or upgrade Kueue'
+    problems.append(Problem(label, 'spec.%s' % only.field, 'has no equivalent in %s/%s%s' % (GROUP, other, why)))
+
+
+def convert(obj, source, target, label, problems):
+    """Convert a Kueue object's spec in place from ``source`` to ``target`` apiVersion, as its kueue_api row says
+    (renamed fields, fields one version lacks) and its converters of ``_CONVERTERS`` do."""
+    row = BY_NAME.get(obj.get('kind'))
+    spec = obj.get('spec')
+    if not isinstance(spec, dict) or row is None:
+        return
+    for name, proper in _other_version_names(row, source).items():
+        if name in spec:
+            write = '; write spec.%s (or change apiVersion)' % proper if proper else ''
+            problems.append(Problem(label, 'spec.%s' % name,
+                                    'not a field of %s/%s %s%s' % (GROUP, source, row.name, write)))
+    if _alpha_refused(row, spec, source, label, problems) or source == target:
+        return
+    if ALPHA in (source, target):
+        _convert_alpha(row, spec, source, target)
+        return
+    _move_renamed(spec, [r for r in row.renames if r.version == 'v1beta1'], label, problems, source, target)
+    for converter in _CONVERTERS.get(row.name, ()):
+        converter(spec, source == 'v1beta1', label, problems)
+    for only in row.only:
+        if only.version == source:
+            _drop_only(spec, only, label, problems)
 
 
 def normalise(origin, doc, served, problems, kueue_namespace='kueue-system'):
@@ -551,9 +591,12 @@ def redact_secret(obj, other=None):
     return out
 
 
-def _wpc_top_level(doc):
-    """WorkloadPriorityClass has ``value`` and ``description`` at the top level."""
-    return {k: doc[k] for k in ('value', 'description') if k in doc}
+def _top_level(doc):
+    """The fields beside ``spec`` that ``doc`` sets and its kind has (its kueue_api row's ``top_level``:
+    WorkloadPriorityClass's ``value`` and ``description``)."""
+    kind = doc.get('kind') if isinstance(doc, dict) else None
+    fields = BY_NAME[kind].top_level if isinstance(kind, str) and kind in BY_NAME else ()
+    return {k: doc[k] for k in fields if k in doc}
 
 
 def normalise_all(items, served, problems, kueue_namespace='kueue-system'):
@@ -561,16 +604,12 @@ def normalise_all(items, served, problems, kueue_namespace='kueue-system'):
     out = []
     seen = {}
     for origin, doc in items:
-        if isinstance(doc, dict) and doc.get('kind') == 'WorkloadPriorityClass':
-            top = _wpc_top_level(doc)
-            stripped = {k: v for k, v in doc.items() if k not in top}
-            obj = normalise(origin, stripped, served, problems, kueue_namespace)
-            if obj is not None:
-                obj.update(copy.deepcopy(top))
-        else:
-            obj = normalise(origin, doc, served, problems, kueue_namespace)
+        top = _top_level(doc)
+        obj = normalise(origin, {k: v for k, v in doc.items() if k not in top} if top else doc, served, problems,
+                        kueue_namespace)
         if obj is None:
             continue
+        obj.update(copy.deepcopy(top))
         key = obj_key(obj)
         if key in seen:
             problems.append(Problem(key_label(key), 'metadata.name',
@@ -592,18 +631,41 @@ def _list_of(value):
     return value if isinstance(value, list) else []
 
 
+def reference_values(obj, path):
+    """(field, value) of every place ``path`` (a kueue_api Ref's: dotted, ``[]`` for each item of a list) reaches in
+    ``obj``; what is not a mapping on the way gives the value None, what is not a list gives no item."""
+    places = [('', obj)]
+    for part in path.split('.'):
+        name = part[:-2] if part.endswith('[]') else part
+        step = []
+        for field, value in places:
+            value = value.get(name) if isinstance(value, dict) else None
+            field = '%s.%s' % (field, name) if field else name
+            if part.endswith('[]'):
+                step.extend(('%s[%d]' % (field, idx), item) for idx, item in enumerate(_list_of(value)))
+            else:
+                step.append((field, value))
+        places = step
+    return places
+
+
+def referenced(obj, ref):
+    """(field, name) of each object of ``ref.kind`` that ``obj`` names through ``ref`` (a kueue_api Ref)."""
+    out = []
+    for field, value in reference_values(obj, ref.path):
+        if ref.names == 'typed':
+            if isinstance(value, dict) and value.get('kind') == ref.kind and value.get('apiGroup') in (GROUP, None) \
+                    and value.get('name'):
+                out.append((field + '.name', value['name']))
+        elif isinstance(value, str) if ref.names == 'string' else value:
+            out.append((field, value))
+    return out
+
+
 def admission_check_names(obj):
-    spec = obj.get('spec') or {}
-    names = []
-    strategy = spec.get('admissionChecksStrategy')
-    strategy = strategy if isinstance(strategy, dict) else {}
-    for idx, rule in enumerate(_list_of(strategy.get('admissionChecks'))):
-        if isinstance(rule, dict) and rule.get('name'):
-            names.append(('spec.admissionChecksStrategy.admissionChecks[%d].name' % idx, rule['name']))
-    for idx, name in enumerate(_list_of(spec.get('admissionChecks'))):
-        if isinstance(name, str):
-            names.append(('spec.admissionChecks[%d]' % idx, name))
-    return names
+    """(field, name) of the AdmissionChecks a ClusterQueue lists (v1beta2's strategy, v1beta1's list)."""
+    return [pair for ref in BY_NAME['ClusterQueue'].refs if ref.kind == 'AdmissionCheck'
+            for pair in referenced(obj, ref)]
 
 
 def _quantity_fields(obj):
@@ -626,18 +688,6 @@ def _quantity_fields(obj):
     fair = spec.get('fairSharing')
     if isinstance(fair, dict) and 'weight' in fair:
         out.append(('spec.fairSharing.weight', fair['weight']))
-    return out
-
-
-def flavor_refs(obj):
-    spec = obj.get('spec') or {}
-    out = []
-    groups = spec.get('resourceGroups')
-    for g, group in enumerate(groups if isinstance(groups, list) else []):
-        flavors = group.get('flavors') if isinstance(group, dict) else None
-        for f, flavor in enumerate(flavors if isinstance(flavors, list) else []):
-            if isinstance(flavor, dict) and isinstance(flavor.get('name'), str):
-                out.append(('spec.resourceGroups[%d].flavors[%d].name' % (g, f), flavor['name']))
     return out
 
 
@@ -702,157 +752,210 @@ def provisioning_request_checks(objects):
             and (o.get('spec') or {}).get('controllerName') == PROVISIONING_REQUEST_CONTROLLER]
 
 
-def validate(objects, live, namespaces, create_namespaces=False, aks_managed=False, pruned=None,
-             kueue_namespace='kueue-system', provisioning_request_api=None, kubeconfigs_checked=()):
+_VALIDATION_OPTIONS = namedtuple('ValidationOptions', 'create_namespaces aks_managed pruned kueue_namespace '
+                                 'provisioning_request_api kubeconfigs_checked',
+                                 defaults=(False, False, None, 'kueue-system', None, ()))
+
+
+class ValidationOptions(_VALIDATION_OPTIONS):
+    """What a run of ``validate`` knows besides the objects and the cluster: whether namespaces are created, whether
+    the cluster is AKS-managed, the keys this run would prune, the namespace Kueue runs in, whether the cluster
+    serves the ProvisioningRequest API (None: not looked up), and the Secrets whose kubeconfigs were checked
+    already (those the ``multikueue`` option generated, checked under its own field names)."""
+
+    __slots__ = ()
+
+
+def validate(objects, live, namespaces, **options):
     """Cross-reference and content checks; returns a list of Problems (all of them).
 
     ``live`` maps kind -> {key: live object} (the cluster now); ``namespaces`` is the
-    set of existing namespace names; ``pruned`` the keys that this run would delete.
-    ``provisioning_request_api``: whether the cluster serves the ProvisioningRequest API
-    (``False`` refuses the AdmissionChecks that need it; ``None``: not looked up).
+    set of existing namespace names; ``options`` the fields of ``ValidationOptions`` (``pruned``: the keys that
+    this run would delete; ``provisioning_request_api`` False refuses the AdmissionChecks that need it).
+    What each kind references is its kueue_api row's ``refs``; the rest of a kind's checks are ``_CONTENT_CHECKS``.
     The kubeconfig of every declared Secret a MultiKueueCluster uses is checked as MultiKueue checks it
-    (``multikueue.kubeconfig_problems``), but for the Secret names in ``kubeconfigs_checked`` (those the
-    ``multikueue`` option generated, whose kubeconfigs were checked under the option's own field names).
+    (``multikueue.kubeconfig_problems``), but for the Secret names in ``kubeconfigs_checked``.
     Implicit cohorts are legal in Kueue: a ClusterQueue's ``cohortName`` or a
     Cohort's ``parentName`` may name a cohort that has no Cohort object (Kueue's
     hierarchy manager creates it on the fly), so they are not problems; see
     ``implicit_cohorts``.
     """
+    world = _World(objects, live, namespaces, ValidationOptions(**options))
     problems = []
-    pruned = set(pruned or ())
-    declared = {}
     for obj in objects:
-        declared.setdefault(obj['kind'], {})[obj_key(obj)] = obj
+        problems.extend(world.object_problems(obj))
+    return problems + _cohort_cycle_problems(world.declared.get('Cohort', {}), live.get('Cohort') or {}, world.pruned)
 
-    def exists(kind, name, namespace=''):
+
+class _World:
+    """What ``validate`` checks each object against: the declared objects, the cluster (``live``; what this run
+    prunes is gone), the namespaces and the run's ``ValidationOptions``."""
+
+    def __init__(self, objects, live, namespaces, options):
+        self.live = live
+        self.namespaces = namespaces
+        self.options = options
+        self.pruned = set(options.pruned or ())
+        self.declared = {}
+        for obj in objects:
+            self.declared.setdefault(obj['kind'], {})[obj_key(obj)] = obj
+        # The MultiKueueClusters there will be (declared, or live and not pruned), for the Secrets.
+        clusters = dict((k, o) for k, o in (live.get('MultiKueueCluster') or {}).items() if k not in self.pruned)
+        clusters.update(self.declared.get('MultiKueueCluster', {}))
+        self.secret_users = multikueue_secret_refs(clusters.values(), options.kueue_namespace)
+
+    def exists(self, kind, name, namespace=''):
         if not isinstance(name, str):
             return False  # missing_text says what it must be
         key = (kind, namespace, name)
-        if key in declared.get(kind, {}):
+        if key in self.declared.get(kind, {}):
             return True
-        return key in (live.get(kind) or {}) and key not in pruned
+        return key in (self.live.get(kind) or {}) and key not in self.pruned
 
-    def missing_text(kind, name, namespace=''):
+    def missing_text(self, kind, name, namespace=''):
         if not isinstance(name, str):
             return 'must be the name of a %s (a string), got %r' % (kind, name)
         key = (kind, namespace, name)
-        if key in (live.get(kind) or {}) and key in pruned:
-            return '%s %r is not in the input and would be pruned; declare it again or drop the reference' % (kind, name)
+        if key in (self.live.get(kind) or {}) and key in self.pruned:
+            return '%s %r is not in the input and would be pruned; declare it again or drop the reference' % (
+                kind, name)
         return '%s %r does not exist in the input or the cluster; declare it in resources/src or correct the name' % (
             kind, name)
 
-    # The MultiKueueClusters there will be (declared, or live and not pruned), for the Secrets.
-    clusters = dict((k, o) for k, o in (live.get('MultiKueueCluster') or {}).items() if k not in pruned)
-    clusters.update(declared.get('MultiKueueCluster', {}))
-    secret_users = multikueue_secret_refs(clusters.values(), kueue_namespace)
+    def reference(self, label, field, kind, name):
+        """[] when the object ``name`` of ``kind`` exists (declared, or live and not pruned), else its Problem."""
+        return [] if self.exists(kind, name) else [Problem(label, field, self.missing_text(kind, name))]
 
-    for obj in objects:
+    def object_problems(self, obj):
         kind = obj['kind']
         label = obj_label(obj)
-        name = obj['metadata']['name']
-        spec = obj.get('spec') or {}
         if kind == 'Secret':
-            if (kueue_namespace, name) not in secret_users:
-                problems.append(Problem(label, 'kind', 'no MultiKueueCluster of the input or the cluster uses this '
-                                        'Secret; kueue_queues applies only the Secrets MultiKueueClusters read their '
-                                        'kubeconfig from (spec.clusterSource.kubeConfig.location); apply other '
-                                        'Secrets with kubernetes.core.k8s'))
-            elif name not in kubeconfigs_checked:
-                problems.extend(_kubeconfig_problems(obj, label))
-            if kueue_namespace not in namespaces:
-                problems.append(Problem(label, 'metadata.namespace',
-                                        'namespace %r (where Kueue runs) does not exist; install Kueue first'
-                                        % kueue_namespace))
-            continue
-        if aks_managed and name.startswith(AKS_PREFIX):
+            return _secret_problems(self, obj, label)
+        problems = []
+        if self.options.aks_managed and obj['metadata']['name'].startswith(AKS_PREFIX):
             problems.append(Problem(label, 'metadata.name',
                                     'names starting with %r belong to the AKS managed Kueue extension, which '
                                     'owns and reconciles them; choose another name' % AKS_PREFIX))
-        for field, value in _quantity_fields(obj):
-            try:
-                quantity = parse_quantity(value)
-            except ValueError as exc:
-                problems.append(Problem(label, field, str(exc)))
-            else:
-                if quantity < 0:
-                    problems.append(Problem(label, field, 'must not be negative, got %s; give 0 or more' % value))
-        if kind == 'LocalQueue':
-            namespace = obj['metadata']['namespace']
-            target = spec.get('clusterQueue')
-            if not target:
-                problems.append(Problem(label, 'spec.clusterQueue', 'missing: name the ClusterQueue to submit to'))
-            elif not exists('ClusterQueue', target):
-                problems.append(Problem(label, 'spec.clusterQueue', missing_text('ClusterQueue', target)))
-            if namespace not in namespaces and not create_namespaces:
-                problems.append(Problem(label, 'metadata.namespace',
-                                        'namespace %r does not exist; create it first or set create_namespaces: true'
-                                        % namespace))
-        if kind == 'ClusterQueue':
-            for field, flavor in flavor_refs(obj):
-                if not exists('ResourceFlavor', flavor):
-                    problems.append(Problem(label, field, missing_text('ResourceFlavor', flavor)))
-            for field, check in admission_check_names(obj):
-                if not exists('AdmissionCheck', check):
-                    problems.append(Problem(label, field, missing_text('AdmissionCheck', check)))
-        if kind == 'Cohort':
-            for field, flavor in flavor_refs(obj):
-                if not exists('ResourceFlavor', flavor):
-                    problems.append(Problem(label, field, missing_text('ResourceFlavor', flavor)))
-        if kind == 'ResourceFlavor' and spec.get('topologyName'):
-            if not exists('Topology', spec['topologyName']):
-                problems.append(Problem(label, 'spec.topologyName', missing_text('Topology', spec['topologyName'])))
-        if kind == 'AdmissionCheck':
-            params = spec.get('parameters')
-            if isinstance(params, dict) and params.get('kind') == 'ProvisioningRequestConfig' \
-                    and params.get('apiGroup') in (GROUP, None) and params.get('name'):
-                if not exists('ProvisioningRequestConfig', params['name']):
-                    problems.append(Problem(label, 'spec.parameters.name',
-                                            missing_text('ProvisioningRequestConfig', params['name'])))
-            if spec.get('controllerName') == PROVISIONING_REQUEST_CONTROLLER and provisioning_request_api is False:
-                group, version, plural = PROVISIONING_REQUEST_API
-                problems.append(Problem(label, 'spec.controllerName',
-                                        '%s needs the ProvisioningRequest API (%s/%s %s), which this cluster does '
-                                        'not serve: the check would never become Active and the ClusterQueues using '
-                                        'it would admit nothing. Install cluster-autoscaler\'s ProvisioningRequest '
-                                        'CRD and an autoscaler that serves it (then restart the Kueue manager, which '
-                                        'looks for the API when it starts), or remove this AdmissionCheck and its '
-                                        'references' % (PROVISIONING_REQUEST_CONTROLLER, group, version, plural)))
-            if spec.get('controllerName') == MULTIKUEUE_CONTROLLER:
-                if not isinstance(params, dict) or params.get('kind') != 'MultiKueueConfig' \
-                        or params.get('apiGroup') != GROUP or not params.get('name'):
-                    problems.append(Problem(label, 'spec.parameters',
-                                            'an AdmissionCheck of controller %s needs parameters {apiGroup: %s, '
-                                            'kind: MultiKueueConfig, name: <MultiKueueConfig>}'
-                                            % (MULTIKUEUE_CONTROLLER, GROUP)))
-                elif not exists('MultiKueueConfig', params['name']):
-                    problems.append(Problem(label, 'spec.parameters.name',
-                                            missing_text('MultiKueueConfig', params['name'])))
-        if kind == 'MultiKueueConfig':
-            for idx, cluster in enumerate(_list_of(spec.get('clusters'))):
-                if isinstance(cluster, str) and not exists('MultiKueueCluster', cluster):
-                    problems.append(Problem(label, 'spec.clusters[%d]' % idx,
-                                            missing_text('MultiKueueCluster', cluster)))
-        if kind == 'MultiKueueCluster':
-            field, secret = secret_ref(obj)
-            if secret and not exists('Secret', secret, kueue_namespace):
-                problems.append(Problem(label, field,
-                                        'Secret %s/%s does not exist in the input or the cluster; create it with the '
-                                        'worker cluster\'s kubeconfig under the key %r (or restore a backup taken '
-                                        'with include_secrets: true)'
-                                        % (kueue_namespace, secret, MULTIKUEUE_SECRET_KEY)))
-            elif secret and ('Secret', kueue_namespace, secret) not in declared.get('Secret', {}):
-                stored = (live.get('Secret') or {}).get(('Secret', kueue_namespace, secret)) or {}
-                if MULTIKUEUE_SECRET_KEY not in (stored.get('data') or {}):
-                    problems.append(Problem(label, field,
-                                            'Secret %s/%s has no key %r, where Kueue reads the kubeconfig'
-                                            % (kueue_namespace, secret, MULTIKUEUE_SECRET_KEY)))
+        problems.extend(_quantity_problems(obj, label))
+        for ref in getattr(BY_NAME.get(kind), 'refs', ()):
+            if ref.missing:
+                problems.extend(Problem(label, field, 'missing: %s' % ref.missing)
+                                for field, value in reference_values(obj, ref.path) if not value)
+            for field, name in referenced(obj, ref):
+                problems.extend(self.reference(label, field, ref.kind, name))
+        for check in _CONTENT_CHECKS.get(kind, ()):
+            problems.extend(check(self, obj, label))
+        return problems
 
-    # Cohort hierarchy: the declared Cohorts override the live ones.
+
+def _quantity_problems(obj, label):
+    problems = []
+    for field, value in _quantity_fields(obj):
+        try:
+            quantity = parse_quantity(value)
+        except ValueError as exc:
+            problems.append(Problem(label, field, str(exc)))
+        else:
+            if quantity < 0:
+                problems.append(Problem(label, field, 'must not be negative, got %s; give 0 or more' % value))
+    return problems
+
+
+def _secret_problems(world, obj, label):
+    """A declared Secret: one a MultiKueueCluster uses, holding a kubeconfig MultiKueue can read, in the namespace
+    Kueue runs in."""
+    problems = []
+    namespace = world.options.kueue_namespace
+    name = obj['metadata']['name']
+    if (namespace, name) not in world.secret_users:
+        problems.append(Problem(label, 'kind', 'no MultiKueueCluster of the input or the cluster uses this '
+                                'Secret; kueue_queues applies only the Secrets MultiKueueClusters read their '
+                                'kubeconfig from (spec.clusterSource.kubeConfig.location); apply other '
+                                'Secrets with kubernetes.core.k8s'))
+    elif name not in world.options.kubeconfigs_checked:
+        problems.extend(_kubeconfig_problems(obj, label))
+    if namespace not in world.namespaces:
+        problems.append(Problem(label, 'metadata.namespace',
+                                'namespace %r (where Kueue runs) does not exist; install Kueue first' % namespace))
+    return problems
+
+
+def _local_queue_namespace(world, obj, label):
+    namespace = obj['metadata']['namespace']
+    if namespace in world.namespaces or world.options.create_namespaces:
+        return []
+    return [Problem(label, 'metadata.namespace',
+                    'namespace %r does not exist; create it first or set create_namespaces: true' % namespace)]
+
+
+def _provisioning_request_api(world, obj, label):
+    """An AdmissionCheck of the ProvisioningRequest controller on a cluster without that API."""
+    spec = obj.get('spec') or {}
+    if world.options.provisioning_request_api is not False or \
+            spec.get('controllerName') != PROVISIONING_REQUEST_CONTROLLER:
+        return []
+    group, version, plural = PROVISIONING_REQUEST_API
+    return [Problem(label, 'spec.controllerName',
+                    '%s needs the ProvisioningRequest API (%s/%s %s), which this cluster does '
+                    'not serve: the check would never become Active and the ClusterQueues using '
+                    'it would admit nothing. Install cluster-autoscaler\'s ProvisioningRequest '
+                    'CRD and an autoscaler that serves it (then restart the Kueue manager, which '
+                    'looks for the API when it starts), or remove this AdmissionCheck and its '
+                    'references' % (PROVISIONING_REQUEST_CONTROLLER, group, version, plural))]
+
+
+def _multikueue_parameters(world, obj, label):
+    """An AdmissionCheck of the MultiKueue controller names an existing MultiKueueConfig in its parameters."""
+    spec = obj.get('spec') or {}
+    if spec.get('controllerName') != MULTIKUEUE_CONTROLLER:
+        return []
+    params = spec.get('parameters')
+    if not isinstance(params, dict) or params.get('kind') != 'MultiKueueConfig' \
+            or params.get('apiGroup') != GROUP or not params.get('name'):
+        return [Problem(label, 'spec.parameters',
+                        'an AdmissionCheck of controller %s needs parameters {apiGroup: %s, '
+                        'kind: MultiKueueConfig, name: <MultiKueueConfig>}' % (MULTIKUEUE_CONTROLLER, GROUP))]
+    return world.reference(label, 'spec.parameters.name', 'MultiKueueConfig', params['name'])
+
+
+def _multikueue_secret(world, obj, label):
+    """The Secret a MultiKueueCluster reads its kubeconfig from exists, in the namespace Kueue runs in, with the key
+    Kueue reads."""
+    namespace = world.options.kueue_namespace
+    field, secret = secret_ref(obj)
+    if not secret:
+        return []
+    if not world.exists('Secret', secret, namespace):
+        return [Problem(label, field,
+                        'Secret %s/%s does not exist in the input or the cluster; create it with the '
+                        'worker cluster\'s kubeconfig under the key %r (or restore a backup taken '
+                        'with include_secrets: true)' % (namespace, secret, MULTIKUEUE_SECRET_KEY))]
+    if ('Secret', namespace, secret) in world.declared.get('Secret', {}):
+        return []
+    stored = (world.live.get('Secret') or {}).get(('Secret', namespace, secret)) or {}
+    if MULTIKUEUE_SECRET_KEY in (stored.get('data') or {}):
+        return []
+    return [Problem(label, field, 'Secret %s/%s has no key %r, where Kueue reads the kubeconfig'
+                    % (namespace, secret, MULTIKUEUE_SECRET_KEY))]
+
+
+# A kind's checks besides its references (kueue_api's refs), each ``(world, obj, label)`` -> [Problem], in order.
+_CONTENT_CHECKS = {
+    'LocalQueue': (_local_queue_namespace,),
+    'AdmissionCheck': (_provisioning_request_api, _multikueue_parameters),
+    'MultiKueueCluster': (_multikueue_secret,),
+}
+
+
+def _cohort_cycle_problems(declared, live, pruned):
+    """Cycles of the Cohort hierarchy (``declared`` and ``live``: {key: Cohort}); the declared Cohorts override the
+    live ones."""
+    problems = []
     parents = {}
-    for key, obj in (live.get('Cohort') or {}).items():
+    for key, obj in live.items():
         if key not in pruned:
             parents[key[2]] = (obj.get('spec') or {}).get('parentName') or None
-    for key, obj in declared.get('Cohort', {}).items():
+    for key, obj in declared.items():
         parent = (obj.get('spec') or {}).get('parentName') or None
         if parent is not None and not isinstance(parent, str):
             problems.append(Problem(key_label(key), 'spec.parentName',
@@ -862,7 +965,7 @@ def validate(objects, live, namespaces, create_namespaces=False, aks_managed=Fal
     for cycle in find_cohort_cycles(parents):
         ring = ' -> '.join(cycle + [cycle[0]])
         for member in cycle:
-            if ('Cohort', '', member) in declared.get('Cohort', {}):
+            if ('Cohort', '', member) in declared:
                 problems.append(Problem('Cohort %s' % member, 'spec.parentName',
                                         'cohort cycle %s; Kueue deactivates every ClusterQueue under a cycle'
                                         % ring))

@@ -32,6 +32,7 @@ except ImportError:  # pragma: no cover - the module reports the missing library
 
 from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_values
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import manager_config
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.queues import convert
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog as catalog
 from ansible_collections.kueueops.aks.plugins.module_utils.common import versions
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
@@ -332,9 +333,9 @@ def _unique(items):
     return out
 
 
-def lost_fields(objects, source, target, convert):
-    """Fields of live objects (read at ``source``) that the conversion to ``target`` would drop:
-    ['ClusterQueue/x: spec.f ...'], with ``convert`` queues.convert."""
+def lost_fields(objects, source, target):
+    """Fields of live objects (read at ``source``) that the conversion to ``target`` (queues.convert) would drop:
+    ['ClusterQueue/x: spec.f ...']."""
     out = []
     for obj in objects:
         problems = []
@@ -343,9 +344,10 @@ def lost_fields(objects, source, target, convert):
     return out
 
 
-def build(current, target, published, stored, inventory, live, objects_v1beta1=(), convert=None):
+def build(current, target, published, stored, inventory, live, objects_v1beta1=()):
     """The whole plan as data (see the module's RETURN). ``inventory`` also carries what the inventory declares
-    (``declared`` queue documents, Helm ``values``) for ``declared_problems``."""
+    (``declared`` queue documents, Helm ``values``) for ``declared_problems``; ``objects_v1beta1``: the live objects
+    read at v1beta1, whose fields a conversion to the target's storage version would drop."""
     plan = {'current_version': current, 'target_version': target, 'up_to_date': False, 'migrate_first': False,
             'hops': [], 'actions': [], 'refusals': []}
     migrate_first, hops, problems = plan_hops(current, target, published, stored)
@@ -360,9 +362,8 @@ def build(current, target, published, stored, inventory, live, objects_v1beta1=(
     refusals.extend(a['text'] for a in plan['actions'] if a['severity'] == REFUSED)
     refusals.extend(inventory_problems(hops, inventory, target))
     refusals.extend(declared_problems(hops, inventory.get('declared'), inventory.get('values'), target))
-    if convert is not None and objects_v1beta1 and any(h.migrate for h in hops):
-        for text in lost_fields(objects_v1beta1, 'v1beta1', catalog.catalog_for(target).kueue_api_storage,
-                                convert):
+    if objects_v1beta1 and any(h.migrate for h in hops):
+        for text in lost_fields(objects_v1beta1, 'v1beta1', catalog.catalog_for(target).kueue_api_storage):
             refusals.append('%s; the conversion to %s drops it. Fix: remove it from the object (kueue_resources) '
                             'before upgrading' % (text, catalog.catalog_for(target).kueue_api_storage))
     plan['refusals'] = refusals
@@ -462,14 +463,14 @@ def v1beta1_objects(cluster):
     return out
 
 
-def make_plan(current, target, published, cluster, read_config, inventory, convert):
+def make_plan(current, target, published, cluster, read_config, inventory):
     """Check the direction, read the cluster, build the plan; an UpgradeRefused when it has refusals."""
     check_direction(current, target)
     crds, live = live_state(cluster, read_config)
     stored = set(v for c in crds for v in c['stored_versions'])
     crosses_storage = catalog.catalog_for(current).kueue_api_storage != catalog.catalog_for(target).kueue_api_storage
     objects = v1beta1_objects(cluster) if crosses_storage else []
-    plan = build(current, target, published, stored, inventory, live, objects, convert)
+    plan = build(current, target, published, stored, inventory, live, objects)
     plan['crds'] = crds
     plan['live'] = {'feature_gates': live['feature_gates'], 'frameworks': live['frameworks']}
     plan['lines'] = lines(plan)

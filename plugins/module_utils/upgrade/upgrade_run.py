@@ -2,13 +2,14 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """kueue_upgrade_plan against a cluster: the installed version (Helm's release records, or the extension's version
 the role read from ARM), the target and the published versions of each crossed minor (helm, through
-helm_install.KueueHelm's session, or the release train's offered versions), then upgrade.make_plan."""
+helm_session.HelmSession, the read side of kueue_helm's session, or the release train's offered versions), then
+upgrade.make_plan."""
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues, release_train
 from ansible_collections.kueueops.aks.plugins.module_utils.upgrade import upgrade
 from ansible_collections.kueueops.aks.plugins.module_utils.common import versions
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.install.helm_install import KueueHelm
+from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_session import HelmSession
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import ModuleRun
 from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_storage import helm_releases
 from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_values import deep_merge, load_values_files
@@ -61,7 +62,7 @@ class Planner(ModuleRun):
         if self.p['install_method'] == 'extension':
             return self.run_extension()
         params = dict(self.p, chart_version=self.p['target_version'], release_namespace=self.p['kueue_namespace'])
-        helm = KueueHelm(params, self.connect, self.run_command, check_mode=True, no_log_values=self.no_log_values)
+        helm = HelmSession(params, self.connect, self.run_command, check_mode=True, no_log_values=self.no_log_values)
         result = helm.session(lambda runner, _result: self.run_helm(helm, runner))
         self.warnings.extend(helm.warnings)
         return result
@@ -119,4 +120,4 @@ class Planner(ModuleRun):
     def plan(self, current, target, published, api_client):
         verifier = Verifier(api_client, self.p['kueue_namespace'], self.p['install_method'], self.p['release_name'])
         return upgrade.make_plan(current, target, published, verifier.cluster, verifier.effective_configuration,
-                                 self.inventory(), queues.convert)
+                                 self.inventory())

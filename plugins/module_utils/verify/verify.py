@@ -38,6 +38,15 @@ DEFAULT_CRDS = CRD_PLURALS
 PROBE_NAME = "kueueops-verify-probe"
 
 
+def queue_state(queue):
+    """What the status of a ClusterQueue or LocalQueue says: whether it is Active, the reason of its Active condition,
+    and its pending and admitted Workloads."""
+    status = queue.get("status") or {}
+    active = condition(queue, "Active")
+    return {"active": bool(active and active.get("status") == "True"), "reason": (active or {}).get("reason"),
+            "pending": status.get("pendingWorkloads", 0), "admitted": status.get("admittedWorkloads", 0)}
+
+
 def flavor_quotas(cq):
     """``[{name, resources: [{name, nominal, used}]}]`` of a ClusterQueue: nominal quota from its spec,
     used from ``status.flavorsUsage`` (what admitted workloads use)."""
@@ -294,30 +303,19 @@ class Verifier:
     @staticmethod
     def _cluster_queues(cqs, out):
         for cq in cqs:
-            st = cq.get("status") or {}
-            active = condition(cq, "Active")
-            out["cluster_queues"].append({
-                "name": cq["metadata"]["name"],
-                "active": bool(active and active.get("status") == "True"),
-                "reason": (active or {}).get("reason"),
-                "pending": st.get("pendingWorkloads", 0),
-                "admitted": st.get("admittedWorkloads", 0),
-                "cohort": (cq.get("spec") or {}).get("cohortName") or (cq.get("spec") or {}).get("cohort"),
-                "flavors": flavor_quotas(cq),
-            })
+            out["cluster_queues"].append(dict(
+                {"name": cq["metadata"]["name"]}, **queue_state(cq),
+                cohort=(cq.get("spec") or {}).get("cohortName") or (cq.get("spec") or {}).get("cohort"),
+                flavors=flavor_quotas(cq)))
 
     @staticmethod
     def _local_queues(lqs, out):
         for lq in lqs:
-            st = lq.get("status") or {}
-            active = condition(lq, "Active")
-            out["local_queues"].append({
+            state = queue_state(lq)
+            del state["reason"]
+            out["local_queues"].append(dict({
                 "name": lq["metadata"]["name"], "namespace": lq["metadata"]["namespace"],
-                "cluster_queue": (lq.get("spec") or {}).get("clusterQueue"),
-                "active": bool(active and active.get("status") == "True"),
-                "pending": st.get("pendingWorkloads", 0),
-                "admitted": st.get("admittedWorkloads", 0),
-            })
+                "cluster_queue": (lq.get("spec") or {}).get("clusterQueue")}, **state))
 
     # ------------------------------------------------------------------ run
     def run_checks(self, extra=None):

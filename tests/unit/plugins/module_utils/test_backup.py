@@ -153,8 +153,8 @@ def test_render_and_manifest():
                      {'LocalQueue': V2, 'ResourceFlavor': V2, 'Topology': V2})
     assert [f[0] for f in files] == ['05-topologies.yaml', '10-resourceflavors.yaml', '70-localqueues.yaml']
     manifest = b.build_manifest(files, NOW, {'server': 'https://127.0.0.1:6443'}, {'version': 'v0.19.2'},
-                                {'LocalQueue': 'v1beta2', 'ResourceFlavor': 'v1beta2', 'Topology': 'v1beta2'},
-                                [], {}, False)
+                                b.Contents({'LocalQueue': 'v1beta2', 'ResourceFlavor': 'v1beta2', 'Topology': 'v1beta2'},
+                                           [], {}, False))
     assert manifest['created'] == '2025-06-01T12:00:00Z'
     assert manifest['counts'] == {'LocalQueue': 1, 'ResourceFlavor': 2, 'Topology': 0}
     assert manifest['files']['10-resourceflavors.yaml']['sha256'] == b.sha256_bytes(files[1][3])
@@ -177,8 +177,8 @@ def test_folder_name_and_image_tag():
 def write_sample(tmp_path, name='bk', **kwargs):
     files = b.render({'ResourceFlavor': [rf('x')], 'LocalQueue': [lq('a', 'ns')]},
                      {'ResourceFlavor': V2, 'LocalQueue': V2})
-    manifest = b.build_manifest(files, NOW, {}, {}, {'ResourceFlavor': 'v1beta2', 'LocalQueue': 'v1beta2'},
-                                [], {}, False)
+    manifest = b.build_manifest(files, NOW, {}, {}, b.Contents({'ResourceFlavor': 'v1beta2', 'LocalQueue': 'v1beta2'},
+                                                               [], {}, False))
     path = str(tmp_path / name)
     return b.write_backup(path, [(f[0], f[3]) for f in files], b.dump_manifest(manifest), **kwargs), manifest
 

@@ -5,6 +5,7 @@ import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils.install import helm_install as hi
 from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_values as hv
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue import release_train
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, ModuleFailure
 from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_runner import HelmError
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import REDACTED
@@ -90,12 +91,6 @@ def test_check_inputs_values_files_only_for_present():
     assert hi.check_inputs(params(values_files=["f"]), load=lambda paths: {"a": 1}) == {"a": 1}
 
 
-def test_helm_secrets():
-    assert hi.helm_secrets({}) == []
-    assert hi.helm_secrets({"HELM_KUBETOKEN": "tok"}, "user:p@ss/w", "regpw") == [
-        "tok", "user:p@ss/w", "p@ss/w", "p%40ss%2Fw", "regpw"]
-
-
 def test_managed_extension_error():
     err = hi.managed_extension_error(["kube-system/kueue-extension"])
     assert err.field == "allow_managed_extension"
@@ -103,28 +98,6 @@ def test_managed_extension_error():
 
 
 # ---- the chart version -------------------------------------------------------
-
-@pytest.mark.parametrize("given,text", [("0.19.2", "0.19.2"), ("v0.19.2", "0.19.2")])
-def test_check_semver(given, text):
-    assert hi.check_semver(given) == text
-
-
-@pytest.mark.parametrize("given", ["0.19", "latest-ish", "v1"])
-def test_check_semver_refuses(given):
-    with pytest.raises(KueueOpsError) as err:
-        hi.check_semver(given)
-    assert err.value.message() == ("chart_version: %r is not a chart version. Fix: give an exact version such as "
-                                   "0.19.2, or latest." % given)
-
-
-def test_local_chart_version():
-    for wanted in ("latest", "0.19.2", "v0.19.2"):
-        assert hi.local_chart_version("/c", wanted, {"version": "0.19.2"}) == "0.19.2"
-    with pytest.raises(KueueOpsError) as err:
-        hi.local_chart_version("/c", "0.18.0", {"version": "0.19.2"})
-    assert err.value.message() == ("chart_version: the chart at /c is version 0.19.2, not 0.18.0. Fix: use latest or "
-                                   "0.19.2 with this chart path.")
-
 
 def test_check_catalog():
     hv.check_catalog("0.14.2", {"TopologyAwareScheduling": True}, ["batch/job"])
@@ -334,7 +307,7 @@ class Registry(FakeRunner):
 
 @pytest.fixture
 def broken_020(monkeypatch):
-    monkeypatch.setattr(hi.release_train.catalog.catalog_for("0.20"), "broken_patches", dict(
+    monkeypatch.setattr(release_train.catalog.catalog_for("0.20"), "broken_patches", dict(
         ("0.20.%d" % n, {"reason": "its CRDs name the conversion webhook", "fixed_in": "0.20.6"}) for n in range(6)))
 
 

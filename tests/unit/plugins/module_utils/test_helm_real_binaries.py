@@ -69,9 +69,9 @@ def test_every_emitted_flag_is_accepted(major):
     binary = _binary(major)
     r = hr.HelmRunner(run_command, binary)
     checks = [
-        (("upgrade",), r.upgrade_args("kueue", "ns", "oci://r/x", version="1.0.0", values_file="/v.json",
-                                      values_files=["/u.yaml"], create_namespace=True, wait=True, timeout=60,
-                                      atomic=True, plain_http=True, tls=TLS)),
+        (("upgrade",), r.upgrade_args("kueue", "ns", "oci://r/x", hr.HelmUpgrade(
+            version="1.0.0", values_file="/v.json", values_files=["/u.yaml"], create_namespace=True, wait=True,
+            timeout=60, atomic=True, plain_http=True, tls=TLS))),
         (("uninstall",), r.uninstall_args("kueue", "ns", wait=True, timeout=60)),
         (("registry", "login"), r.registry_login_args("r.example", "bob", plain_http=True, tls=TLS)),
         (("show", "values"), ["show", "values"] + r._chart_args("oci://r/x", "1.0.0", True, TLS)),

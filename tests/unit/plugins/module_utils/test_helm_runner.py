@@ -71,9 +71,9 @@ def test_failing_version_command():
 
 def test_upgrade_args_v3():
     r = runner("v3.19.5")
-    args = r.upgrade_args("kueue", "kueue-system", "oci://registry.k8s.io/kueue/charts/kueue", version="0.19.2",
-                          values_file="/tmp/v.json", values_files=["/u/a.yaml"], create_namespace=True,
-                          wait=True, timeout=300, atomic=True, plain_http=True)
+    args = r.upgrade_args("kueue", "kueue-system", "oci://registry.k8s.io/kueue/charts/kueue", hr.HelmUpgrade(
+        version="0.19.2", values_file="/tmp/v.json", values_files=["/u/a.yaml"], create_namespace=True,
+        wait=True, timeout=300, atomic=True, plain_http=True))
     assert args == ["upgrade", "kueue", "oci://registry.k8s.io/kueue/charts/kueue", "--install",
                     "--namespace", "kueue-system", "--version", "0.19.2", "--create-namespace",
                     "--values", "/u/a.yaml", "--values", "/tmp/v.json", "--plain-http", "--atomic", "--wait",
@@ -82,11 +82,11 @@ def test_upgrade_args_v3():
 
 def test_upgrade_args_v4():
     r = runner("v4.2.4")
-    args = r.upgrade_args("kueue", "kueue-system", "/charts/kueue", wait=True, timeout="10m", atomic=True)
+    args = r.upgrade_args("kueue", "kueue-system", "/charts/kueue", hr.HelmUpgrade(wait=True, timeout="10m", atomic=True))
     assert "--rollback-on-failure" in args and "--wait=watcher" in args
     assert "--atomic" not in args and "--wait" not in args
     assert args[args.index("--timeout") + 1] == "10m"
-    args = r.upgrade_args("kueue", "ns", "/c", wait=False, atomic=False)
+    args = r.upgrade_args("kueue", "ns", "/c", hr.HelmUpgrade(wait=False, atomic=False))
     assert not [a for a in args if a.startswith("--wait") or a in ("--atomic", "--rollback-on-failure")]
 
 
@@ -215,7 +215,7 @@ def test_tls_args_on_every_registry_call_and_login_names_insecure_its_own_way():
     assert r.registry_login_args("r.io", "bob", tls={"ca_file": "/ca"}) == [
         "registry", "login", "r.io", "--username", "bob", "--password-stdin", "--ca-file", "/ca"]
     assert r._chart_args("oci://r.io/k", None, False, {"ca_file": "/ca"}) == ["oci://r.io/k", "--ca-file", "/ca"]
-    up = r.upgrade_args("kueue", "ns", "oci://r.io/k", version="1.0.0", tls={"insecure_skip_tls_verify": True})
+    up = r.upgrade_args("kueue", "ns", "oci://r.io/k", hr.HelmUpgrade(version="1.0.0", tls={"insecure_skip_tls_verify": True}))
     assert "--insecure-skip-tls-verify" in up and up[-2:] == ["--output", "json"]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog as cat
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues
 from ansible_collections.kueueops.aks.plugins.module_utils.upgrade import upgrade
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 
@@ -93,7 +92,7 @@ def test_removed_and_locked_gates_the_inventory_sets_are_refused():
 def test_a_field_the_conversion_drops_is_refused_naming_the_object():
     check = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "AdmissionCheck", "metadata": {"name": "prov"},
              "spec": {"controllerName": "x", "retryDelayMinutes": 5}}
-    plan = upgrade.build("0.15.0", "0.19.2", LOCAL.get, {"v1beta1"}, {}, {}, [check], queues.convert)
+    plan = upgrade.build("0.15.0", "0.19.2", LOCAL.get, {"v1beta1"}, {}, {}, [check])
     assert any("AdmissionCheck prov" in r and "spec.retryDelayMinutes" in r for r in plan["refusals"])
 
 
