@@ -35,7 +35,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api impor
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import path as api_path
 from ansible_collections.kueueops.aks.plugins.module_utils.verify.verify import Verifier, kueue_apiservices
 from ansible_collections.kueueops.aks.plugins.module_utils.common import versions
-from ansible_collections.kueueops.aks.plugins.module_utils.kube.wait import Deadline, poll_until, watch_until
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.wait import Deadline, WatchRules, poll_until, watch_until
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
 
@@ -434,7 +434,7 @@ class KueueHelm(HelmSession):
         try:
             watch_until(self.cluster, api_path("v1", "namespaces"), Deadline(self.p["timeout"]),
                         listed=lambda found: found, changed=lambda event: event["type"] != "DELETED",
-                        round_seconds=10, fieldSelector="metadata.name=%s" % ns)
+                        rules=WatchRules(round_seconds=10), fieldSelector="metadata.name=%s" % ns)
         except ApiException as exc:
             raise describe_kube_error(exc)
         try:

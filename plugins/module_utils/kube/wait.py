@@ -19,6 +19,7 @@ Both return what was still pending when they stopped, so each caller reports it 
 its own message: "<what> still <state> after <N>s: <which>". Importable without Ansible.
 """
 
+import collections
 import time
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
@@ -58,21 +59,30 @@ def poll_until(read, done, deadline, period, pause=time.sleep):
         pause(min(period, deadline.remaining()))
 
 
-def watch_until(cluster, collection, deadline, listed, changed, round_seconds=60, errors='raise', pause=time.sleep,
-                paged=False, **query):
+class WatchRules(collections.namedtuple('WatchRules', 'round_seconds errors paged pause')):
+    """How ``watch_until`` watches: a watch lasts at most ``round_seconds``; ``errors='relist'`` lists again after a
+    failed watch instead of raising; ``paged`` reads the LIST page by page; ``pause`` waits before that new LIST."""
+    __slots__ = ()
+
+
+WatchRules.__new__.__defaults__ = (60, 'raise', False, time.sleep)
+DEFAULT_RULES = WatchRules()
+
+
+def watch_until(cluster, collection, deadline, listed, changed, rules=DEFAULT_RULES, **query):
     """Wait on ``collection`` (a REST path of kueue_cluster.path) until nothing is pending or ``deadline`` passes.
 
     ``listed(items)`` gives what is pending after a LIST, ``changed(event)`` after each watch event (a watch is
-    at most ``round_seconds``; ``query`` goes to both, e.g. ``fieldSelector``). An empty (false) pending ends the
+    at most ``rules.round_seconds``; ``query`` goes to both, e.g. ``fieldSelector``). An empty (false) pending ends the
     wait. A watch whose resourceVersion expired (410) is followed by a new LIST at once; any other failure of the
-    watch raises, or with ``errors='relist'`` pauses up to a second and lists again (the LIST raises what is
+    watch raises, or with ``rules.errors='relist'`` pauses up to a second and lists again (the LIST raises what is
     really wrong). Returns the last pending.
 
-    With ``paged``, ``listed(items)`` is called once per page of the LIST (``cluster.pages``), in order, and what
+    With ``rules.paged``, ``listed(items)`` is called once per page of the LIST (``cluster.pages``), in order, and what
     it returns after the last page is what is pending; ``listed`` keeps what it needs of each page itself.
     """
     while True:
-        if paged:
+        if rules.paged:
             pending, meta = None, {}
             for items, meta in cluster.pages(collection, **query):
                 pending = listed(items)
@@ -84,7 +94,7 @@ def watch_until(cluster, collection, deadline, listed, changed, round_seconds=60
             return pending
         events = None
         try:
-            events = cluster.watch(collection, resource_version, max(1, min(round_seconds, deadline.remaining())),
+            events = cluster.watch(collection, resource_version, max(1, min(rules.round_seconds, deadline.remaining())),
                                    **query)
             for event in events:
                 pending = changed(event)
@@ -94,9 +104,9 @@ def watch_until(cluster, collection, deadline, listed, changed, round_seconds=60
             # 410 Gone: the version expired, list again at once. Anything else (a dropped stream, a read timeout, a
             # refused watch) raises, or with errors='relist' the next LIST says what is true (or raises what is wrong).
             if not (isinstance(exc, ApiException) and exc.status == 410):
-                if errors != 'relist':
+                if rules.errors != 'relist':
                     raise
-                pause(min(1.0, deadline.remaining()))
+                rules.pause(min(1.0, deadline.remaining()))
         finally:
             if events is not None:
                 events.close()

@@ -44,7 +44,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue.declared import
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import plan as plan_mod
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.plan import PRUNED, UNCHANGED, ref
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.reader import KueueReader
-from ansible_collections.kueueops.aks.plugins.module_utils.kube.wait import Deadline, poll_until, watch_until
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.wait import Deadline, WatchRules, poll_until, watch_until
 
 DRAIN_MANAGER = 'kueueops-drain'
 DELETE_WAIT = 15.0  # seconds a run waits for the objects it deleted to be gone (then it warns)
@@ -444,8 +444,8 @@ class QueueEngine(KueueReader):
         # A watch that breaks or expires ends its round; the next LIST is the truth (errors='relist'). Only each
         # queue's Active state is kept, so the LIST is read page by page (paged): 10,000 LocalQueues are never in
         # memory at once. A cause that cannot heal ends the wait (an empty pending for watch_until).
-        watch_until(self.cluster, self._path(kind, None), deadline, listed, changed, errors='relist', paged=True,
-                    round_seconds=round_seconds)
+        watch_until(self.cluster, self._path(kind, None), deadline, listed, changed,
+                    WatchRules(round_seconds=round_seconds, errors='relist', paged=True))
         return dict(pending)
 
 

@@ -30,7 +30,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue.queues import (
     secret_ref,
     secret_values,
 )
-from ansible_collections.kueueops.aks.plugins.module_utils.kube.wait import Deadline, poll_until, watch_until
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.wait import Deadline, WatchRules, poll_until, watch_until
 from ansible_collections.kueueops.aks.plugins.module_utils.common import yaml_docs
 
 # The CRDs a healthy install has: every kind of the configuration, and Workloads.
@@ -344,7 +344,7 @@ class Verifier:
         resourceVersion, so its first event is a real change), or `seconds` pass."""
         try:
             watch_until(self.cluster, path("apps/v1", "deployments", self.ns), Deadline(seconds),
-                        listed=lambda _items: True, changed=lambda _event: False, errors="relist")
+                        listed=lambda _items: True, changed=lambda _event: False, rules=WatchRules(errors="relist"))
         except Exception:  # noqa: BLE001 - an API server away ends this pause; the checks run again and say so
             time.sleep(min(seconds, 1))
 

@@ -86,7 +86,7 @@ def test_watch_until_ends_on_the_event_that_clears_what_is_pending():
         seen.append(event['type'])
         return event['type'] != 'DELETED'
     assert not wait.watch_until(cluster, '/api/v1/namespaces', wait.Deadline(30, clock=clock), _gone('ns'), changed,
-                                round_seconds=10, pause=clock.pause, fieldSelector='metadata.name=ns')
+                                wait.WatchRules(round_seconds=10, pause=clock.pause), fieldSelector='metadata.name=ns')
     assert seen == ['MODIFIED', 'DELETED']
     assert cluster.calls == [('list', '/api/v1/namespaces', {'fieldSelector': 'metadata.name=ns'}),
                              ('watch', '/api/v1/namespaces', {'fieldSelector': 'metadata.name=ns',
@@ -100,7 +100,7 @@ def test_watch_until_lists_again_after_an_expired_or_ended_watch():
     cluster = scripted('/c', [(['a'], '1'), (['a'], '5'), ([], '9')],
                        [Stream([], fail=gone), Stream([{'type': 'MODIFIED'}])])
     assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True,
-                            pause=clock.pause) == []
+                            wait.WatchRules(pause=clock.pause)) == []
     assert [c[0] for c in cluster.calls] == ['list', 'watch', 'list', 'watch', 'list']
     assert clock.pauses == []  # a 410 lists again at once
     assert all(e.closed for e in cluster.streams)
@@ -111,20 +111,20 @@ def test_watch_until_raises_a_broken_watch_unless_told_to_relist():
     forbidden = ApiException(status=403, reason='Forbidden')
     cluster = scripted('/c', [(['a'], '1')], [Stream([], fail=forbidden)])
     with pytest.raises(ApiException):
-        wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True, pause=clock.pause)
+        wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True, wait.WatchRules(pause=clock.pause))
     assert cluster.streams[0].closed
 
     dropped = ConnectionResetError('reset by peer')
     cluster = scripted('/c', [(['a'], '1'), (['a'], '2'), ([], '3')],
                        [Stream([], fail=forbidden), Stream([], fail=dropped)])
     assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True,
-                            errors='relist', pause=clock.pause) == []
+                            wait.WatchRules(errors='relist', pause=clock.pause)) == []
     assert clock.pauses == [1.0, 1.0]
 
     # The LIST raises what is really wrong, whatever errors says.
     cluster = scripted('/c', [ConnectionRefusedError('down')], [])
     with pytest.raises(ConnectionRefusedError):
-        wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True, errors='relist')
+        wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), _gone('a'), lambda e: True, wait.WatchRules(errors='relist'))
 
 
 def test_watch_until_returns_what_is_pending_at_the_deadline():
@@ -136,7 +136,7 @@ def test_watch_until_returns_what_is_pending_at_the_deadline():
             return iter([])
     cluster = scripted('/c', [(['a', 'b'], '1'), (['a'], '2')], [Slow([])])
     assert wait.watch_until(cluster, '/c', wait.Deadline(10, clock=clock), lambda items: sorted(items),
-                            lambda e: True, pause=clock.pause) == ['a']
+                            lambda e: True, wait.WatchRules(pause=clock.pause)) == ['a']
     # The watch asked for no more than what was left of the deadline.
     assert cluster.calls[1] == ('watch', '/c', {'resourceVersion': '1', 'timeoutSeconds': 10})
 
@@ -162,8 +162,8 @@ def test_watch_until_paged_hands_the_list_over_one_page_at_a_time():
     def changed(event):
         state.discard(event['name'])
         return sorted(state - {'a', 'b'})
-    assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), listed, changed, pause=clock.pause,
-                            paged=True, labelSelector='x') == []
+    assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), listed, changed,
+                            wait.WatchRules(pause=clock.pause, paged=True), labelSelector='x') == []
     assert pages == [['a', 'b'], ['c']]
     # The watch starts from the last page's resourceVersion (the list's).
     assert cluster.calls == [('pages', '/c', {'labelSelector': 'x'}),
@@ -176,5 +176,5 @@ def test_watch_until_paged_counts_what_is_pending_after_the_last_page():
     cluster = paged('/c', [[(['x'], '1'), ([], '2')]], [])
     answers = iter([['x'], []])
     assert wait.watch_until(cluster, '/c', wait.Deadline(30, clock=clock), lambda items: next(answers),
-                            lambda e: True, paged=True) == []
+                            lambda e: True, wait.WatchRules(paged=True)) == []
     assert [c[0] for c in cluster.calls] == ['pages']
