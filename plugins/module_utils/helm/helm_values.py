@@ -26,7 +26,6 @@ with "feature gates for CLI and configuration cannot both specified" when
 import copy
 import json
 import os
-import re
 
 try:
     import yaml
@@ -35,14 +34,13 @@ except ImportError:  # pragma: no cover - exercised only without PyYAML
     yaml = None
     HAS_YAML = False
 
-from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, is_dns_subdomain
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.manager_config import MISSING, get_path, require_yaml
 
 CONFIG_PATH = "managerConfig.controllerManagerConfigYaml"
 GATES_PATH = "controllerManager.featureGates"
 CONFIGMAP_KEY = "controller_manager_config.yaml"
-_OBJECT_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 _RIGHT_SHAPE = (
     "The chart reads exactly two Kueue-specific paths: controllerManager.featureGates (a list of "
@@ -453,7 +451,7 @@ def chart_option_values(params, user_values):
         value = params.get(name)
         if value is None:
             continue
-        if names and not _OBJECT_NAME.match(value):
+        if names and not is_dns_subdomain(value):
             raise KueueOpsError("%r is not a %s name (lowercase letters, digits, '-' and '.', at most 253)"
                                 % (value, names[2]), field=name, fix="give the name of an existing %s, as "
                                 "kubectl get %s lists them" % (names[2], names[1]))
