@@ -207,15 +207,14 @@ def _literal(value) -> str:
 
 
 def _expression(variable: str, spec: dict, defaults: dict) -> str:
-    """The module argument ``variable`` gives: its value; the role's default where it has one (a playbook that does
-    not run the role has no defaults); omitted where it has none, or where the role's default is an empty list or
-    mapping and the module's is none (empty means unset: integrations [] would be "no framework")."""
+    """The module argument ``variable`` gives: its value (the role's defaults apply: only the role's tasks read
+    vars/main.yml); omitted where the role has no default, or where the role's default is an empty list or mapping and
+    the module's is none (empty means unset: integrations [] would be "no framework")."""
     if variable not in defaults or defaults[variable] is None:
         return "{{ %s | default(omit) }}" % variable
-    default = defaults[variable]
-    if default in ([], {}) and spec.get("default") is None:
-        return "{{ %s if %s | default(%s) | length > 0 else omit }}" % (variable, variable, _literal(default))
-    return "{{ %s | default(%s) }}" % (variable, _literal(default))
+    if defaults[variable] in ([], {}) and spec.get("default") is None:
+        return "{{ %s if %s | length > 0 else omit }}" % (variable, variable)
+    return "{{ %s }}" % variable
 
 
 def _was_set(variable: str, spec: dict, defaults: dict) -> str:
