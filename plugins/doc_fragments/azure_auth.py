@@ -6,12 +6,22 @@
 Option names and AZURE_* environment variables are the ones of
 azure.azcollection (plugins/doc_fragments/azure.py); the implementation uses
 azure-identity credentials.
+
+DOCUMENTATION also puts its module in the action group kueueops.aks.azure (meta/runtime.yml: exactly the modules
+that take these options) besides kueueops.aks.kueue. ansible-doc merges fragments in the order listed and the first
+one to set a key keeps it, so a module lists this fragment before kueueops.aks.attributes (whose membership is
+kueueops.aks.kueue alone); tests/unit/test_action_groups.py checks the rendered membership of every module.
 """
 
 
 class ModuleDocFragment:
 
     DOCUMENTATION = r"""
+attributes:
+  action_group:
+    membership:
+      - kueueops.aks.kueue
+      - kueueops.aks.azure
 options:
   auth_source:
     description:

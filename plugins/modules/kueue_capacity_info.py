@@ -50,16 +50,11 @@ options:
   cluster_name:
     description: The AKS managed cluster whose agent pools are read from ARM (with O(resource_group)).
     type: str
-attributes:
-  action_group:
-    membership:
-      - kueueops.aks.kueue
-      - kueueops.aks.azure
 extends_documentation_fragment:
-  - kueueops.aks.attributes
-  - kueueops.aks.attributes.info_module
   - kueueops.aks.azure_auth
   - kueueops.aks.azure_auth.connection
+  - kueueops.aks.attributes
+  - kueueops.aks.attributes.info_module
   - kueueops.aks.kube_auth
 """
 

@@ -205,14 +205,10 @@ attributes:
   diff_mode:
     support: full
     details: The extension before and after (protected settings never shown).
-  action_group:
-    membership:
-      - kueueops.aks.kueue
-      - kueueops.aks.azure
 extends_documentation_fragment:
-  - kueueops.aks.attributes
   - kueueops.aks.azure_auth
   - kueueops.aks.azure_auth.connection
+  - kueueops.aks.attributes
   - kueueops.aks.kube_auth
 notes:
   - Check mode reads the cluster and the extension, runs the preflight, and reports what would change without sending
