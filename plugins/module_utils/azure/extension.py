@@ -24,6 +24,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import 
 from ansible_collections.kueueops.aks.plugins.module_utils.common import kubernetes_support, versions
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import release_train
 from ansible_collections.kueueops.aks.plugins.module_utils.azure.azure_sdk import azure_error
+from ansible_collections.kueueops.aks.plugins.module_utils.azure.extension_settings import normalize_settings, normalize_version
 
 CLUSTER_RP = 'Microsoft.ContainerService'
 CLUSTER_RESOURCE = 'managedClusters'
@@ -47,33 +48,6 @@ RELEASE_TRAINS = ('stable', 'preview')
 
 
 # --------------------------------------------------------------------------- inputs
-
-def setting_value(key, value, field):
-    """ARM configuration settings are strings; render YAML scalars the way Helm --set reads them."""
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    if isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, str):
-        return value
-    raise KueueOpsError('%s must be a string, number or boolean (ARM takes name-value pairs of strings), got %s'
-                        % (key, type(value).__name__), field=field,
-                        fix='give a scalar; for a list or map value use the chart\'s dotted key for each item, '
-                            'or JSON/YAML text as the value')
-
-
-def normalize_settings(settings, field):
-    if settings is None:
-        return None
-    return dict((str(key), setting_value(key, value, field)) for key, value in settings.items())
-
-
-def normalize_version(version):
-    if version is None:
-        return None
-    text = str(version).strip()
-    return text[1:] if text[:1] in ('v', 'V') else text
-
 
 def validate_params(params):
     """Check option combinations the argument spec cannot express. Raise ``KueueOpsError``."""

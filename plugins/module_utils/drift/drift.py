@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - the module reports the missing library
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.declared import (
     QueueProblems, configuration_of, load_declared, normalise_declared, scrub_problems)
-from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension as ext
+from ansible_collections.kueueops.aks.plugins.module_utils.azure import extension_settings as ext
 from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_values as hv
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_api as api
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import managed_fields
@@ -44,8 +44,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue.reader import K
 from ansible_collections.kueueops.aks.plugins.module_utils.common import versions
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import REDACTED, KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster
 from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_storage import decode_helm_release, latest_release_secret
-from ansible_collections.kueueops.aks.plugins.module_utils.verify.verify import Verifier
 from ansible_collections.kueueops.aks.plugins.module_utils.common import yaml_docs
 
 ABSENT = '(absent)'
@@ -364,15 +364,15 @@ def install_drift(api_client, params, aks_managed):
                 'differences': extension_differences(params.get('extension'),
                                                      params.get('configuration_settings'),
                                                      params.get('extension_version'))}
-    verifier = Verifier(api_client, namespace=namespace, release_name=params.get('release_name') or 'kueue')
-    release = _latest_release(verifier.cluster, namespace, params.get('release_name') or 'kueue')
+    cluster = Cluster(api_client)
+    release = _latest_release(cluster, namespace, params.get('release_name') or 'kueue')
     if release is None:
         return {'method': 'none', 'compared': False, 'differences': [],
                 'note': 'no Helm release %r in namespace %s: the install was not compared'
                         % (params.get('release_name') or 'kueue', namespace)}
     desired = declared_values(release, params)
     try:
-        args, config_yaml, _image = verifier.effective_configuration()
+        args, config_yaml, _image = mc.read_manager(cluster, namespace)
     except ApiException as exc:
         if exc.status != 404:
             raise

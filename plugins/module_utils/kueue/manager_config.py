@@ -18,6 +18,10 @@ except ImportError:  # pragma: no cover - exercised only without PyYAML
     HAS_YAML = False
 
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import manager_container, path
+
+MANAGER_DEPLOYMENT = "kueue-controller-manager"
+CONFIG_KEY = "controller_manager_config.yaml"
 
 # pkg/controller/jobs/job FrameworkName, the default Kueue applies when
 # integrations.frameworks is empty (apis/config/<ver>/defaults.go).
@@ -65,6 +69,24 @@ def parse_feature_gates_flag(value):
         else:
             raise ValueError("invalid value of %s=%s" % (name.strip(), raw))
     return gates
+
+
+def read_manager(cluster, namespace):
+    """(container args, ``controller_manager_config.yaml``, image) of the running manager: its Deployment's manager
+    container and the ConfigMap its Pods mount, read through ``cluster`` (kueue_cluster.Cluster). What kueue_verify,
+    kueue_drift_info and kueue_upgrade_plan compare; a missing Deployment is the ApiException (404) the caller
+    reports (``request``, not ``get``)."""
+    dep = cluster.request("GET", path("apps/v1", "deployments", namespace, MANAGER_DEPLOYMENT))
+    container = manager_container(dep)
+    cm_name = None
+    for vol in dep["spec"]["template"]["spec"].get("volumes") or []:
+        if vol.get("configMap") is not None:
+            cm_name = vol["configMap"].get("name")
+    config_yaml = ""
+    if cm_name:
+        cm = cluster.request("GET", path("v1", "configmaps", namespace, cm_name))
+        config_yaml = (cm.get("data") or {}).get(CONFIG_KEY, "")
+    return container.get("args") or [], config_yaml, container.get("image")
 
 
 def effective_from_deployment(args, config_yaml):

@@ -13,7 +13,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_session imp
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import ModuleRun
 from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_storage import helm_releases
 from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_values import deep_merge, load_values_files
-from ansible_collections.kueueops.aks.plugins.module_utils.verify.verify import Verifier
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.manager_config import read_manager
 
 
 class Planner(ModuleRun):
@@ -118,6 +119,6 @@ class Planner(ModuleRun):
         return dict(plan, changed=False)
 
     def plan(self, current, target, published, api_client):
-        verifier = Verifier(api_client, self.p['kueue_namespace'], self.p['install_method'], self.p['release_name'])
-        return upgrade.make_plan(current, target, published, verifier.cluster, verifier.effective_configuration,
+        cluster, namespace = Cluster(api_client), self.p['kueue_namespace']
+        return upgrade.make_plan(current, target, published, cluster, lambda: read_manager(cluster, namespace),
                                  self.inventory())

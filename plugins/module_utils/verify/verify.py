@@ -18,11 +18,11 @@ import time
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.admission_checks import cluster_cause, explain
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, api_exception_message, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.helm.helm_storage import decode_helm_release, latest_release_secret
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue.manager_config import effective_from_deployment
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.manager_config import effective_from_deployment, read_manager
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api import CRD_PLURALS, GROUP, condition, condition_true
-from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster, manager_container, path
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster, path
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.queues import (
     MULTIKUEUE_CONTROLLER,
     MULTIKUEUE_SECRET_KEY,
@@ -252,21 +252,8 @@ class Verifier:
                       "revision %s is %s" % (details["revision"], status), details)]
 
     def effective_configuration(self):
-        """(feature gates from the Deployment args, frameworks from the manager ConfigMap, image)."""
-        # request, not get: a missing object is the ApiException (404) the caller reports.
-        dep = self.cluster.request("GET", path("apps/v1", "deployments", self.ns, "kueue-controller-manager"))
-        pod_spec = dep["spec"]["template"]["spec"]
-        container = manager_container(dep)
-        args = container.get("args") or []
-        cm_name = None
-        for vol in pod_spec.get("volumes") or []:
-            if vol.get("configMap") is not None:
-                cm_name = vol["configMap"].get("name")
-        config_yaml = ""
-        if cm_name:
-            cm = self.cluster.request("GET", path("v1", "configmaps", self.ns, cm_name))
-            config_yaml = (cm.get("data") or {}).get("controller_manager_config.yaml", "")
-        return args, config_yaml, container.get("image")
+        """(the manager's args, its ``controller_manager_config.yaml``, its image): manager_config.read_manager."""
+        return read_manager(self.cluster, self.ns)
 
     # ---------------------------------------------------------------- queues
     def queue_status(self):
