@@ -57,6 +57,13 @@ def parse(text, patch=False):
                    suffix or '')
 
 
+def minor_key(text):
+    """``(major, minor)`` of a version or a bare minor (``'0.19'``, ``'v0.19.2'`` -> ``(0, 19)``): what orders two
+    minors; None when ``text`` is not a version."""
+    parsed = parse(text)
+    return None if parsed is None else (parsed.major, parsed.minor)
+
+
 def same_release(candidates, version):
     """The versions of ``candidates`` that are the same Kueue release as ``version`` (equal ``core``), in their
     order: the chart version ``0.19.2`` and the extension's ``0.19.2-aks.0.4.4`` are one release. [] when

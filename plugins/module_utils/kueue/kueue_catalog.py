@@ -153,10 +153,6 @@ class KueueRelease:
         }
 
 
-def _vkey(minor):
-    return tuple(int(p) for p in minor.split("."))
-
-
 def parse_version(version):
     """'v0.19.2' / '0.19.2' / '0.19' -> (0, 19, 2 or None); None when unparsable."""
     parsed = versions.parse(version)
@@ -172,7 +168,7 @@ def minor_of(version):
 
 
 def known_minors():
-    return sorted(GENERATED, key=_vkey)
+    return sorted(GENERATED, key=versions.minor_key)
 
 
 _CACHE = {}
@@ -271,7 +267,7 @@ def removed_in(name, minor):
     first minor that no longer has it, and the last one that did; None otherwise."""
     last = None
     for known in known_minors():
-        if _vkey(known) > _vkey(minor):
+        if versions.minor_key(known) > versions.minor_key(minor):
             break
         if name in GENERATED[known]["feature_gates"]:
             last = known

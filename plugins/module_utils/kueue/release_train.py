@@ -35,10 +35,6 @@ def _parse(version):
 minor_of = catalog.minor_of
 
 
-def _minor_key(minor):
-    return versions.parse(minor).core[:2]
-
-
 def is_prerelease(version):
     """A chart pre-release (``0.21.0-rc.1``); the extension's AKS packaging (``-aks.0.4.4``) is not one."""
     parsed = _parse(version)
@@ -123,7 +119,7 @@ def known_minors_newest_first():
 def is_newer_minor(version, than):
     """Whether ``version``'s minor ('0.20', or any version of it) is newer than ``than``'s."""
     mine, theirs = minor_of(version), minor_of(than)
-    return bool(mine and theirs) and _minor_key(mine) > _minor_key(theirs)
+    return bool(mine and theirs) and versions.minor_key(mine) > versions.minor_key(theirs)
 
 
 def newer_minor_notice(installed, newest, variable='kueue_version'):

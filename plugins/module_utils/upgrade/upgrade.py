@@ -55,23 +55,14 @@ class Hop:
         self.why = why
 
     def as_dict(self):
-        return {'from': self.source, 'to': self.target, 'minor': _minor(self.target),
+        return {'from': self.source, 'to': self.target, 'minor': catalog.minor_of(self.target),
                 'migrate_storage': self.migrate, 'why': self.why}
-
-
-def _minor(version):
-    parsed = versions.parse(version)
-    return parsed.minor_text if parsed else None
-
-
-def _key(minor):
-    return tuple(int(p) for p in minor.split('.'))
 
 
 def crossed_minors(current, target):
     """The catalog's minors after ``current``'s, up to ``target``'s (both version texts)."""
-    low, high = _key(_minor(current)), _key(_minor(target))
-    return [m for m in catalog.known_minors() if low < _key(m) <= high]
+    low, high = versions.minor_key(current), versions.minor_key(target)
+    return [m for m in catalog.known_minors() if low < versions.minor_key(m) <= high]
 
 
 def plan_hops(current, target, published, stored):
@@ -99,7 +90,7 @@ def plan_hops(current, target, published, stored):
             continue
         stop, stop_index = None, None
         for later in range(index, len(minors)):
-            candidate = target if minors[later] == _minor(target) else published(minors[later])
+            candidate = target if minors[later] == catalog.minor_of(target) else published(minors[later])
             if catalog.catalog_for(minors[later]).kueue_api_storage != new_storage:
                 break
             if candidate:

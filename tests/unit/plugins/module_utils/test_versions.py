@@ -69,3 +69,13 @@ def test_same_release_matches_the_chart_and_the_extension_forms():
     assert versions.same_release(['0.19.2', '0.18.4'], '0.19.2-aks.0.4.4') == ['0.19.2']  # and back
     assert versions.same_release(offered, '0.16.0') == [] and versions.same_release(offered, 'latest') == []
     assert versions.same_release(['x', '0.19.2'], '0.19.2') == ['0.19.2']
+
+
+def test_minor_key_orders_minors_of_every_form_numerically():
+    for text in ('0.19', 'v0.19.2', '0.19.6-aks.0.4.4'):
+        assert versions.minor_key(text) == (0, 19)
+    assert versions.minor_key('0.9') < versions.minor_key('0.10')  # not as text
+    assert versions.minor_key('latest') is None and versions.minor_key(None) is None
+    # the catalog's minors and the upgrade's crossed minors are ordered by it
+    known = kueue_catalog.known_minors()
+    assert known == sorted(known, key=versions.minor_key)
