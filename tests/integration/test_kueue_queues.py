@@ -169,13 +169,19 @@ def test_example_applies_goes_active_is_idempotent_and_prunes(clean):
     assert cres["pruned"] == [{"kind": "LocalQueue", "namespace": "kq-team-b", "name": "kq-user-queue"}]
     assert ours(kube) == before
 
-    # Prune for real: exactly the removed LocalQueue goes; nothing else is written.
-    pruned = run_playbook(play(queues_task(resources=smaller, prune=True)))
+    assert [(d["before_header"], d["after_header"]) for d in cres["diff"]] == [
+        ("LocalQueue kq-team-b/kq-user-queue (live)", "(pruned)")]
+
+    # Prune for real: exactly the removed LocalQueue goes; nothing else is written; --diff shows it as check mode did.
+    pruned = run_playbook(play(queues_task(resources=smaller, prune=True)), diff=True)
     assert pruned.rc == 0, pruned.stdout[-3000:]
     pres = pruned.result("Apply queues")
     assert pres["changed"] is True
     assert pres["changed_objects"] == [{"kind": "LocalQueue", "namespace": "kq-team-b", "name": "kq-user-queue",
                                         "action": "pruned"}]
+    assert [(d["before_header"], d["after_header"]) for d in pres["diff"]] == [
+        ("LocalQueue kq-team-b/kq-user-queue (live)", "(pruned)")]
+    assert pres["diff"][0]["before"]["metadata"]["name"] == "kq-user-queue" and pres["diff"][0]["after"] == {}
     after = ours(kube)
     expected = dict(before)
     del expected[("LocalQueue", "kq-team-b", "kq-user-queue")]

@@ -116,10 +116,11 @@ class Plan:
         return [ref(e.key, e.action) for e in self.objects if e.action != UNCHANGED] + \
             [ref(key, PRUNED) for key in (self.pruned if pruned is None else pruned)]
 
-    def diff(self, pruned=True, labels=APPLY_LABELS):
+    def diff(self, pruned=None, labels=APPLY_LABELS):
         """--diff: ``[{before_header, after_header, before, after}]`` of every object the run changes (Secret values
-        redacted), the pruned ones last (with ``pruned``). ``labels``: (the "after" side, an absent object's header or
-        None for "<object> (live)", a pruned object's "after" header)."""
+        redacted), the pruned ones last: every one the plan prunes, or after the writes those of ``pruned`` (the keys
+        a DELETE was sent for). ``labels``: (the "after" side, an absent object's header or None for "<object>
+        (live)", a pruned object's "after" header)."""
         after_label, absent_label, pruned_label = labels
         out = []
         for item in self.objects:
@@ -129,7 +130,8 @@ class Plan:
             out.append({'before_header': absent_label if absent_label and item.before is None else '%s (live)' % label,
                         'after_header': '%s (%s)' % (label, after_label), 'before': q.diff_view(item.before),
                         'after': q.diff_view(item.after, item.before)})
-        for item in (e for e in self.entries if pruned and e.action == PRUNED):
+        deleted = None if pruned is None else set(pruned)
+        for item in (e for e in self.entries if e.action == PRUNED and (deleted is None or e.key in deleted)):
             out.append({'before_header': '%s (live)' % api.key_label(item.key), 'after_header': pruned_label,
                         'before': q.diff_view(item.before), 'after': {}})
         return out

@@ -710,7 +710,7 @@ def written(plan, progress, diff):
            'counts': plan.counts(progress.pruned), 'changed_objects': changed_objects,
            'changed': bool(changed_objects or progress.namespaces_created or progress.prune_waiting)}
     if diff:
-        out['diff'] = plan.diff(pruned=False)
+        out['diff'] = plan.diff(pruned=progress.deleted)
     return out
 
 
@@ -723,7 +723,8 @@ class Progress:
     step under way; ``applied``: every object written, with its action; ``in_flight``: the namespace creation sent
     and not answered yet; ``holding``: the ClusterQueues held by hold_admission and not released yet. And what the
     writes ended with: ``namespaces_created``, ``held`` (every ClusterQueue held), ``pruned`` (the keys deleted and
-    gone, in the order of the prune) and ``prune_waiting`` (those still being deleted, with why)."""
+    gone, in the order of the prune), ``prune_waiting`` (those still being deleted, with why) and ``deleted`` (the
+    keys of both: every object a DELETE removed or is removing, which --diff shows)."""
 
     def __init__(self):
         self.stage = 'the creation of namespaces'
@@ -734,6 +735,7 @@ class Progress:
         self.held = []
         self.pruned = []
         self.prune_waiting = []
+        self.deleted = []
 
     def interrupted(self, cause, host, total, unconfirmed=()):
         """The ApplyInterrupted of a run cut short by ``cause`` now (``total``: the writes the run had to make)."""
@@ -869,6 +871,7 @@ class Executor:
         waiting = engine.wait_deleted(deleted, self.deadline)
         for key in deleted:
             progress.applied.append(ref(key, PRUNED))
+            progress.deleted.append(key)
             if key in waiting:
                 progress.prune_waiting.append(waiting[key])
             else:

@@ -120,7 +120,11 @@ def test_check_mode_renders_counts_changed_objects_and_diff_from_the_plan():
     # After the writes: only the pruned objects gone count, and the written run's diff holds the applied objects.
     assert got.counts(pruned=[])['LocalQueue']['pruned'] == 0
     assert got.changed_objects(pruned=[]) == [{'kind': 'ClusterQueue', 'name': 'a', 'action': 'updated'}]
-    assert len(got.diff(pruned=False)) == 1
+    assert len(got.diff(pruned=[])) == 1
+    # ... and the pruned objects a DELETE was sent for (gone or still being deleted), not those that were gone already.
+    assert [d['before_header'] for d in got.diff(pruned=[('LocalQueue', 'team-a', 'old')])] == [
+        'ClusterQueue a (live)', 'LocalQueue team-a/old (live)']
+    assert got.diff(pruned=[('LocalQueue', 'team-a', 'other')]) == got.diff(pruned=[])
 
 
 def test_the_namespaces_a_run_creates_are_those_its_local_queues_lack():
