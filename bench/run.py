@@ -98,6 +98,9 @@ METHODS = {
     "baseline_bench_venv": ("baseline.yml", "bench", "baseline (bench venv)"),
     # the floor of any module given kueue_queues.yml's arguments (bench/playbooks/library/bench_module_floor.py)
     "module_floor": ("module_floor.yml", "project", "module floor (the same arguments, a module that does nothing)"),
+    # --baseline-ref REV: kueue_queues.yml with the collection as it was at REV, the project venv's ansible (the same
+    # playbook and objects: a change's before and after, in one run)
+    "kueue_queues_baseline": ("kueue_queues.yml", "baseline", "kueue_queues at --baseline-ref"),
 }
 MAIN_METHODS = ("kueue_queues", "k8s_list", "k8s_loop")
 VARIANTS = ("kueue_queues_src", "kueue_queues_nowait", "k8s_list_ssa")
@@ -376,6 +379,28 @@ class Bench:
         self.results["project_venv"] = json.loads(out.stdout)
 
     # -- state
+    def baseline_collections(self):
+        """A collections path holding kueueops.aks as it was at --baseline-ref (git archive of that commit), beside
+        the project venv's other collections (kubernetes.core is not needed by kueue_queues.yml)."""
+        ref = self.args.baseline_ref
+        if not ref:
+            raise SystemExit("bench/run.py: method kueue_queues_baseline needs --baseline-ref REV")
+        root = os.path.join(self.work, "baseline-collections")
+        dest = os.path.join(root, "ansible_collections", "kueueops", "aks")
+        stamp = os.path.join(root, "ref")
+        commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--verify", ref + "^{commit}"], check=True,
+                                capture_output=True, text=True).stdout.strip()
+        if not (os.path.exists(stamp) and open(stamp).read() == commit):
+            shutil.rmtree(root, ignore_errors=True)
+            os.makedirs(dest)
+            archive = subprocess.run(["git", "-C", REPO, "archive", commit], check=True, capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
+            with open(stamp, "w") as handle:
+                handle.write(commit)
+            log("baseline: kueueops.aks at %s (%s) in %s" % (ref, commit[:12], dest))
+        self.results["baseline_ref"] = {"ref": ref, "commit": commit}
+        return root
+
     def write_config(self, fraction, name, scale=1):
         objects = gen_config.subset(gen_config.full_config(scale), fraction)
         path = os.path.join(self.work, name)
@@ -490,6 +515,9 @@ class Bench:
         if which == "project":
             ansible_playbook = os.path.join(VENV_BIN, "ansible-playbook")
             collections = os.path.join(REPO, ".venv", "collections")
+        elif which == "baseline":
+            ansible_playbook = os.path.join(VENV_BIN, "ansible-playbook")
+            collections = self.baseline_collections()
         else:
             ansible_playbook = os.path.join(self.args.bench_venv, "bin", "ansible-playbook")
             collections = None
@@ -766,6 +794,11 @@ def markdown(res):
         if "rerun_over_baseline" in ratios:
             lines.append("| re-run (nothing changed): kueue_queues / baseline ansible-playbook | %.1fx | <= 3 |"
                          % ratios["rerun_over_baseline"])
+        ref = (res.get("baseline_ref") or {}).get("commit", "")[:12]
+        for key, name in (("kueue_queues_over_baseline_ref", "first apply: kueue_queues now / at %s" % ref),
+                          ("rerun_kueue_queues_over_baseline_ref", "re-run: kueue_queues now / at %s" % ref)):
+            if key in ratios:
+                lines.append("| %s | %.2fx | <= 1 |" % (name, ratios[key]))
         for suffix, remote in _remotes(res):
             if "remote_list_over_kueue_queues" + suffix in ratios:
                 lines.append("| first apply, +%g ms RTT: single list / kueue_queues | %.1fx | >= 1.5 |"
@@ -896,11 +929,16 @@ def main(argv=None):
                              "profile or idle window; about 20 min)")
     parser.add_argument("--reruns", type=int, default=None,
                         help="run each local re-run this many times and report the median (default 1, 3 with --quick)")
+    parser.add_argument("--baseline-ref", default=None,
+                        help="also run kueue_queues with the collection as it was at this git commit, right after "
+                             "the current one (method kueue_queues_baseline): a change's before and after in one run")
     parser.add_argument("--keep-cluster", action="store_true", help="leave a cluster this run started running")
     parser.add_argument("--clean-up", action="store_true", help="delete the bench objects and namespaces at the end")
     args = parser.parse_args(argv)
     if args.quick:
         args.methods, args.no_profile, args.idle = "kueue_queues,k8s_list", True, 0.0
+    if args.baseline_ref and "kueue_queues_baseline" not in args.methods:
+        args.methods = args.methods.replace("kueue_queues", "kueue_queues,kueue_queues_baseline", 1)
     if args.rtt_ms is None:
         args.rtt_ms = "20,50" if args.quick else "20"
     if args.reruns is None:
@@ -1045,6 +1083,11 @@ def ratios(res):
         out["rerun_list_over_kueue_queues_src"] = round(list_re / src_re, 2)
     if src_re and base:
         out["rerun_src_over_baseline"] = round(src_re / base, 2)
+    for phase, key in (("first", "kueue_queues_over_baseline_ref"), ("rerun", "rerun_kueue_queues_over_baseline_ref")):
+        before = _seconds(res, "kueue_queues_baseline", phase)
+        after = _seconds(res, "kueue_queues", phase)
+        if before and after:
+            out[key] = round(after / before, 2)
     nowait = _seconds(res, "kueue_queues_nowait", "first")
     listed = _seconds(res, "k8s_list", "first")
     if nowait and listed:
