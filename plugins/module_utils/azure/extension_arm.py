@@ -36,10 +36,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster im
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import ModuleRun
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.wait import Deadline, poll_until
 
-try:
-    import yaml
-except ImportError:  # reported (missing_library) when the kubeconfig is read
-    yaml = None
+from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs import yaml
 
 KUBE_TIMEOUT = 30
 

@@ -44,10 +44,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.common.files import d
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues as q
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api import BY_NAME, GROUP, KIND_ORDER, PLURALS, key_label, obj_key
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - the module reports the missing library
-    yaml = None
+from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils.common import yaml_docs
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.reader import Exporter, image_tag, snapshot, sort_objects, workload_counts

@@ -26,10 +26,7 @@ import base64
 import binascii
 import copy
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - the module reports the missing library
-    yaml = None
+from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.declared import (
     QueueProblems, configuration_of, load_declared, normalise_declared, scrub_problems)

@@ -42,12 +42,7 @@ import shutil
 import tempfile
 from collections import namedtuple
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:  # pragma: no cover
-    yaml = None
-    HAS_YAML = False
+from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs import HAS_YAML, yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.common import versions

@@ -27,20 +27,15 @@ import copy
 import json
 import os
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:  # pragma: no cover - exercised only without PyYAML
-    yaml = None
-    HAS_YAML = False
+from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs import HAS_YAML, yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, is_dns_subdomain
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue.manager_config import MISSING, get_path, require_yaml
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.manager_config import CONFIG_KEY, MISSING, get_path, require_yaml
 
 CONFIG_PATH = "managerConfig.controllerManagerConfigYaml"
 GATES_PATH = "controllerManager.featureGates"
-CONFIGMAP_KEY = "controller_manager_config.yaml"
+CONFIGMAP_KEY = CONFIG_KEY
 
 _RIGHT_SHAPE = (
     "The chart reads exactly two Kueue-specific paths: controllerManager.featureGates (a list of "

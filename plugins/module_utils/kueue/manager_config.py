@@ -10,12 +10,7 @@ parses every file a module imports once per module per run, and Python compiles 
 (docs/dev/ci-time.md).
 """
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:  # pragma: no cover - exercised only without PyYAML
-    yaml = None
-    HAS_YAML = False
+from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs import HAS_YAML, yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import manager_container, path

@@ -34,10 +34,7 @@ import re
 
 from urllib.parse import urlsplit
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - the module reports the missing library
-    yaml = None
+from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, is_dns_subdomain
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api import GROUP

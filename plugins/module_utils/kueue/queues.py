@@ -83,10 +83,7 @@ import re
 from collections import namedtuple
 from decimal import Decimal, InvalidOperation
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - the module reports the missing library
-    yaml = None
+from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import REDACTED
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import multikueue

@@ -33,10 +33,7 @@ import datetime
 import re
 from urllib.parse import urlsplit
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - ansible-core requires PyYAML
-    yaml = None
+from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import managed_fields
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import REDACTED, KueueOpsError, scrub

@@ -25,10 +25,7 @@ applies to this cluster: what the inventory sets, what the running manager has, 
 
 import copy
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - the module reports the missing library
-    yaml = None
+from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs import yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils.helm import helm_values
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import manager_config
