@@ -719,7 +719,8 @@ CASES = [
                                                 "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"}}}}),
     # The same Configuration in a values file: the plan reads kueue_helm_values_files as the hops install them.
     Case("upgrade-plan-values-file-v1beta1-configuration", "kueue_upgrade_plan",
-         ["kueue_helm_values", "config.kueue.x-k8s.io/v1beta1", "Kueue 0.20"], ["config.kueue.x-k8s.io/v1beta2"],
+         ["kueue_helm_values_files: managerConfig.controllerManagerConfigYaml", "config.kueue.x-k8s.io/v1beta1",
+          "Kueue 0.20"], ["config.kueue.x-k8s.io/v1beta2"],
          {"args": {"install_method": "extension", "current_version": "0.19.2-aks.0.4.4",
                    "available_versions": ["0.20.6-aks.0.4.4"], "target_version": "0.20.6-aks.0.4.4",
                    "values_files": ["{files}/config-v1beta1.yml"]}}),

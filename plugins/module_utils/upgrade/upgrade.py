@@ -191,7 +191,7 @@ def minor_actions(prev, rec, inventory, live):
         add('storage_version', rec.kueue_api_storage, INFO, 'Kueue %s stores %s/%s instead of %s: every object is '
             'rewritten (storage migration) and each CRD\'s storedVersions trimmed'
             % (minor, GROUP, rec.kueue_api_storage, prev.kueue_api_storage))
-    _chart_value_actions(rec, inventory.get('values') or {}, add)
+    _chart_value_actions(rec, inventory.get('values') or {}, add, values_origin(inventory))
     for fact in rec.changelog:
         applied = _changelog_fact(fact, inventory, live)
         if not applied:
@@ -205,8 +205,22 @@ def minor_actions(prev, rec, inventory, live):
     return out
 
 
-def _chart_value_actions(rec, values, add):
-    """The chart values a minor added (one info line), and those it moved or removed that kueue_helm_values sets."""
+def values_origin(inventory):
+    """``origin(key)``: the role variable that sets ``key`` of the Helm values the hops install (``values``: the
+    files of kueue_helm_values_files, kueue_helm_values over them): kueue_helm_values when it sets the key (or when
+    the inventory does not say what it gave), else kueue_helm_values_files."""
+    given = inventory.get('values_given')
+
+    def origin(key):
+        if given is None or manager_config.get_path(given, key, manager_config.MISSING) is not manager_config.MISSING:
+            return 'kueue_helm_values'
+        return 'kueue_helm_values_files'
+    return origin
+
+
+def _chart_value_actions(rec, values, add, origin):
+    """The chart values a minor added (one info line), and those it moved or removed that the values set (named by
+    ``origin``: values_origin)."""
     added = [v['key'] for v in rec.chart_values if v.get('change') == 'added']
     if added:
         add('chart_values', 'added', INFO, 'the Kueue %s chart has new values: %s' % (rec.minor, ', '.join(added)))
@@ -216,12 +230,12 @@ def _chart_value_actions(rec, values, add):
         if manager_config.get_path(values, entry['key'], manager_config.MISSING) is manager_config.MISSING:
             continue
         if entry['change'] == 'removed':
-            add('chart_value_removed', entry['key'], REFUSED, 'kueue_helm_values sets %s, which the Kueue %s chart '
-                'removed (%s): remove it' % (entry['key'], rec.minor, entry.get('text', '')))
+            add('chart_value_removed', entry['key'], REFUSED, '%s sets %s, which the Kueue %s chart removed (%s): '
+                'remove it' % (origin(entry['key']), entry['key'], rec.minor, entry.get('text', '')))
         else:
-            add('chart_value_moved', entry['key'], ACTION, 'kueue_helm_values sets %s; in the Kueue %s chart: %s%s'
-                % (entry['key'], rec.minor, entry.get('text', ''), ' (unconfirmed)' if entry.get('unconfirmed')
-                   else ''))
+            add('chart_value_moved', entry['key'], ACTION, '%s sets %s; in the Kueue %s chart: %s%s'
+                % (origin(entry['key']), entry['key'], rec.minor, entry.get('text', ''),
+                   ' (unconfirmed)' if entry.get('unconfirmed') else ''))
 
 
 def _changelog_fact(fact, inventory, live):
@@ -265,11 +279,13 @@ def inventory_problems(hops, inventory, target):
     return problems
 
 
-def declared_problems(hops, declared, values, target):
+def declared_problems(hops, declared, values, target, values_from=None):
     """What the inventory declares that a hop's release no longer takes, as refusals naming the object or key and the
     replacement: queue objects (``declared``: ``[(origin, document)]`` of kueue_resources and kueue_resources_src)
     at a Kueue API version a hop's release does not serve; ``values`` (kueue_helm_values) whose Configuration is at a
-    version its manager no longer decodes, or whose ``controllerManager.featureGates`` sets a removed gate."""
+    version its manager no longer decodes, or whose ``controllerManager.featureGates`` sets a removed gate (each named
+    by ``values_from``, values_origin; kueue_helm_values by default)."""
+    values_from = values_from or values_origin({})
     problems = []
     releases = [hop.target for hop in hops] or [target]
     for release in releases:
@@ -283,33 +299,33 @@ def declared_problems(hops, declared, values, target):
                 problems.append('%s %s (%s) is declared as %s, which Kueue %s no longer serves: declare it as %s/%s '
                                 '(kueueops.aks.kueue_queues converts the fields Kueue renamed; kubectl and GitOps do '
                                 'not)' % (doc.get('kind'), named, origin, api, rec.minor, GROUP, rec.kueue_api_storage))
-        problems.extend(_values_problems(rec, values or {}))
+        problems.extend(_values_problems(rec, values or {}, values_from))
     return _unique(problems)
 
 
-def _values_problems(rec, values):
+def _values_problems(rec, values, origin):
     problems = []
-    text = manager_config.get_path(values, 'managerConfig.controllerManagerConfigYaml')
+    text = manager_config.get_path(values, helm_values.CONFIG_PATH)
     cfg = yaml.safe_load(text) if isinstance(text, str) and text.strip() and yaml else None
     if isinstance(cfg, dict) and cfg.get('apiVersion'):
         notes = []
         try:
             helm_values.config_for_release(rec, cfg, notes)
         except KueueOpsError as exc:
-            problems.append('kueue_helm_values: %s; Fix: %s' % (exc.problem, exc.fix))
+            problems.append('%s: %s; Fix: %s' % (origin(helm_values.CONFIG_PATH), exc.problem, exc.fix))
         if notes:
-            problems.append('kueue_helm_values: managerConfig.controllerManagerConfigYaml is a %s Configuration, which '
-                            'the Kueue %s manager no longer decodes: write it as %s/v1beta2 (as Kueue converts it: the '
-                            'apiVersion; fairSharing and waitForPodsReady without enable)'
-                            % (cfg['apiVersion'], rec.minor, helm_values.CONFIG_GROUP))
-    gates = manager_config.get_path(values, 'controllerManager.featureGates')
+            problems.append('%s: %s is a %s Configuration, which the Kueue %s manager no longer decodes: write it as '
+                            '%s/v1beta2 (as Kueue converts it: the apiVersion; fairSharing and waitForPodsReady without '
+                            'enable)' % (origin(helm_values.CONFIG_PATH), helm_values.CONFIG_PATH, cfg['apiVersion'],
+                                         rec.minor, helm_values.CONFIG_GROUP))
+    gates = manager_config.get_path(values, helm_values.GATES_PATH)
     if isinstance(gates, list):
         named = dict((g.get('name'), g.get('enabled')) for g in gates if isinstance(g, dict) and g.get('name'))
         for name in sorted(named):
             removed = catalog.removed_in(name, rec.minor)
             if removed:
-                problems.append('kueue_helm_values: controllerManager.featureGates sets %s, which Kueue %s removed '
-                                '(the manager exits on startup): remove it' % (name, removed[0]))
+                problems.append('%s: controllerManager.featureGates sets %s, which Kueue %s removed (the manager '
+                                'exits on startup): remove it' % (origin(helm_values.GATES_PATH), name, removed[0]))
     return problems
 
 
@@ -349,7 +365,8 @@ def build(current, target, published, stored, inventory, live, objects_v1beta1=(
         prev = rec
     refusals.extend(a['text'] for a in plan['actions'] if a['severity'] == REFUSED)
     refusals.extend(inventory_problems(hops, inventory, target))
-    refusals.extend(declared_problems(hops, inventory.get('declared'), inventory.get('values'), target))
+    refusals.extend(declared_problems(hops, inventory.get('declared'), inventory.get('values'), target,
+                                      values_origin(inventory)))
     if objects_v1beta1 and any(h.migrate for h in hops):
         for text in lost_fields(objects_v1beta1, 'v1beta1', catalog.catalog_for(target).kueue_api_storage):
             refusals.append('%s; the conversion to %s drops it. Fix: remove it from the object (kueue_resources) '

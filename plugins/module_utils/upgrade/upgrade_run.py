@@ -29,7 +29,7 @@ class Planner(ModuleRun):
         except queues.LoadError as exc:
             raise KueueOpsError(exc.text, field=exc.field, fix='give a readable YAML file or folder of Kueue manifests')
         return {'feature_gates': self.p['feature_gates'] or {}, 'integrations': self.p['integrations'],
-                'declared': declared, 'values': self.values()}
+                'declared': declared, 'values': self.values(), 'values_given': self.p.get('values') or {}}
 
     def values(self):
         """The Helm values the hops install, as kueue_helm reads them: the values files, then ``values`` over them."""

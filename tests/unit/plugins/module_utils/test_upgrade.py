@@ -146,6 +146,11 @@ def test_a_declared_v1beta1_configuration_is_refused_naming_the_object_and_the_k
         "Kueue converts it: the apiVersion; fairSharing and waitForPodsReady without enable)"]
     # the same declarations are fine for a target that still serves and decodes v1beta1
     assert upgrade.build("0.18.4", "0.19.2", LOCAL.get, {"v1beta2"}, inventory, {})["refusals"] == []
+    # The same Configuration from a values file (kueue_helm_values sets nothing): named as the files'.
+    from_files = dict(inventory, values_given={})
+    refusals = upgrade.build("0.19.2", "0.20.6", dict(LOCAL, **{"0.20": "0.20.6"}).get, {"v1beta2"}, from_files,
+                             {})["refusals"]
+    assert refusals[1].startswith("kueue_helm_values_files: managerConfig.controllerManagerConfigYaml is a "), refusals
 
 
 def test_a_removed_gate_in_the_helm_values_or_the_inventory_is_refused():
@@ -201,3 +206,9 @@ def test_chart_values_a_minor_added_moved_or_removed(monkeypatch):
                for r in plan["refusals"])
     plain = upgrade.build("0.19.2", "0.20.6", dict(LOCAL, **{"0.20": "0.20.6"}).get, {"v1beta2"}, {}, {})
     assert plain["refusals"] == [] and "chart_value_moved" not in [a["kind"] for a in plain["actions"]]
+    # A key only the values files set is named as theirs; one kueue_helm_values sets (over the files) as its.
+    files = upgrade.build("0.19.2", "0.20.6", dict(LOCAL, **{"0.20": "0.20.6"}).get, {"v1beta2"},
+                          {"values": values, "values_given": {"managerConfig": {"moved": 3}}}, {})
+    assert any(r.startswith("kueue_helm_values_files sets managerConfig.old,") for r in files["refusals"])
+    moved = dict((a["kind"], a) for a in files["actions"])["chart_value_moved"]["text"]
+    assert moved.startswith("kueue_helm_values sets managerConfig.moved;"), moved
