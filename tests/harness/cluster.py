@@ -358,7 +358,10 @@ class Cluster:
                 time.sleep(0.05)
         child = self._children.pop("kube-apiserver", None)
         if child is not None:
-            child.wait(5)
+            # Reap it. A SIGKILLed kube-apiserver always ends, but tearing down a process of a few GB can take more
+            # than the 15 s above on a machine running CI's four jobs (a rehearsal of 2026-12-06 timed out here
+            # after 5 s more): wait for it as long as a test's own waits.
+            child.wait(120)
         log("stopped kube-apiserver (pid %d)" % proc["pid"])
 
     def start_apiserver(self) -> None:
