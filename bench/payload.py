@@ -21,6 +21,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -77,14 +78,24 @@ def measure(path):
             "module_utils_source_kib": round(source / 1024.0, 1)}
 
 
-def collection_at(ref, work):
-    """A collections path with kueueops.aks as it was at ``ref``."""
-    root = os.path.join(work, "baseline-collections")
+def collection_at(ref, root):
+    """(collections path, collection folder, commit): kueueops.aks as it was at ``ref``, the git archive of that
+    commit in ``root`` (reused while ``root`` holds that commit). bench/run.py's --baseline-ref uses it too."""
     dest = os.path.join(root, "ansible_collections", "kueueops", "aks")
-    os.makedirs(dest, exist_ok=True)
-    archive = subprocess.run(["git", "-C", REPO, "archive", ref], check=True, capture_output=True).stdout
+    stamp = os.path.join(root, "ref")
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--verify", ref + "^{commit}"], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    if os.path.exists(stamp):
+        with open(stamp) as handle:
+            if handle.read() == commit:
+                return root, dest, commit
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(dest)
+    archive = subprocess.run(["git", "-C", REPO, "archive", commit], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
-    return root, dest
+    with open(stamp, "w") as handle:
+        handle.write(commit)
+    return root, dest, commit
 
 
 def table(now, before, ref):
@@ -122,7 +133,7 @@ def main(argv=None):
         now = {n: measure(p) for n, p in kept_payloads(collections, names, os.path.join(work, "now")).items()}
         before = None
         if args.baseline_ref:
-            root, dest = collection_at(args.baseline_ref, os.path.join(work, "before"))
+            root, dest, _commit = collection_at(args.baseline_ref, os.path.join(work, "before", "collections"))
             built = kept_payloads(root, modules(dest), os.path.join(work, "before"))
             before = {n: measure(p) for n, p in built.items()}
     missing = sorted(set(names) - set(now))

@@ -68,6 +68,7 @@ if BENCH not in sys.path:
     sys.path.insert(0, BENCH)
 
 import gen_config  # noqa: E402
+import payload  # noqa: E402
 from tests.harness import proc  # noqa: E402
 
 GROUP = "kueue.x-k8s.io"
@@ -385,18 +386,8 @@ class Bench:
         ref = self.args.baseline_ref
         if not ref:
             raise SystemExit("bench/run.py: method kueue_queues_baseline needs --baseline-ref REV")
-        root = os.path.join(self.work, "baseline-collections")
-        dest = os.path.join(root, "ansible_collections", "kueueops", "aks")
-        stamp = os.path.join(root, "ref")
-        commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--verify", ref + "^{commit}"], check=True,
-                                capture_output=True, text=True).stdout.strip()
-        if not (os.path.exists(stamp) and open(stamp).read() == commit):
-            shutil.rmtree(root, ignore_errors=True)
-            os.makedirs(dest)
-            archive = subprocess.run(["git", "-C", REPO, "archive", commit], check=True, capture_output=True).stdout
-            subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
-            with open(stamp, "w") as handle:
-                handle.write(commit)
+        root, dest, commit = payload.collection_at(ref, os.path.join(self.work, "baseline-collections"))
+        if "baseline_ref" not in self.results:
             log("baseline: kueueops.aks at %s (%s) in %s" % (ref, commit[:12], dest))
         self.results["baseline_ref"] = {"ref": ref, "commit": commit}
         return root

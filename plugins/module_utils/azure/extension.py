@@ -37,7 +37,6 @@ FAILED_STATES = ('failed', 'canceled')
 # The AKS documentation's value, and the REST spec example's (GetExtensionWithExtensionState.json).
 HEALTHY_EXTENSION_STATES = ('available', 'ready')
 # Kueue manager Deployments: the chart's name, and the chart's labels for a renamed release.
-KUEUE_MANAGER_NAME = 'kueue-controller-manager'
 KUEUE_MANAGER_LABELS = 'app.kubernetes.io/name=kueue,control-plane=controller-manager'
 EXTENSION_DEPLOYMENT = 'kueue-extension'
 

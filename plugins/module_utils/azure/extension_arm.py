@@ -32,7 +32,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client impo
     missing_library,
 )
 
-from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import MANAGER_DEPLOYMENT, Cluster, path
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.module import ModuleRun
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.wait import Deadline, poll_until
 
@@ -285,7 +285,7 @@ class KueueExtension(AksArm, ModuleRun):
         deployments = path('apps/v1', 'deployments')
         try:
             managers = set()
-            for selector in (dict(fieldSelector='metadata.name=%s' % x.KUEUE_MANAGER_NAME),
+            for selector in (dict(fieldSelector='metadata.name=%s' % MANAGER_DEPLOYMENT),
                              dict(labelSelector=x.KUEUE_MANAGER_LABELS)):
                 for item in cluster.items(deployments, **selector):
                     managers.add((item['metadata']['namespace'], item['metadata']['name']))

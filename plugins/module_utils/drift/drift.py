@@ -235,8 +235,8 @@ def rendered_configuration(manifest):
     except yaml.YAMLError:
         return None
     for doc in docs:
-        if isinstance(doc, dict) and doc.get('kind') == 'ConfigMap' and hv.CONFIGMAP_KEY in (doc.get('data') or {}):
-            return hv.yaml_mapping(doc['data'][hv.CONFIGMAP_KEY])
+        if isinstance(doc, dict) and doc.get('kind') == 'ConfigMap' and mc.CONFIG_KEY in (doc.get('data') or {}):
+            return hv.yaml_mapping(doc['data'][mc.CONFIG_KEY])
     return None
 
 

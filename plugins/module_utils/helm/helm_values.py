@@ -31,11 +31,10 @@ from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs impo
 
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError, is_dns_subdomain
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue import kueue_catalog
-from ansible_collections.kueueops.aks.plugins.module_utils.kueue.manager_config import CONFIG_KEY, MISSING, get_path, require_yaml
+from ansible_collections.kueueops.aks.plugins.module_utils.kueue.manager_config import MISSING, get_path, require_yaml
 
 CONFIG_PATH = "managerConfig.controllerManagerConfigYaml"
 GATES_PATH = "controllerManager.featureGates"
-CONFIGMAP_KEY = CONFIG_KEY
 
 _RIGHT_SHAPE = (
     "The chart reads exactly two Kueue-specific paths: controllerManager.featureGates (a list of "

@@ -282,6 +282,10 @@ class Cluster:
             response.release_conn()
 
 
+# The Deployment of the Kueue manager, the chart's and the managed extension's name for it.
+MANAGER_DEPLOYMENT = 'kueue-controller-manager'
+
+
 def manager_container(deployment):
     """The manager container (a dict) of a Kueue controller-manager Deployment: the one named ``manager``, else the
     first; None for no Deployment or no container."""

@@ -13,9 +13,8 @@ parses every file a module imports once per module per run, and Python compiles 
 from ansible_collections.kueueops.aks.plugins.module_utils.common.yaml_docs import HAS_YAML, yaml
 
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import KueueOpsError
-from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import manager_container, path
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import MANAGER_DEPLOYMENT, manager_container, path
 
-MANAGER_DEPLOYMENT = "kueue-controller-manager"
 CONFIG_KEY = "controller_manager_config.yaml"
 
 # pkg/controller/jobs/job FrameworkName, the default Kueue applies when

@@ -20,7 +20,8 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue import queues a
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api import (
     EXPORT_METADATA, GROUP, KIND_ORDER, KUEUE_KINDS, PLURALS, condition_true, obj_key, strip_server_metadata)
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
-from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster, manager_container, parallel_map, path, size_pool
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import (
+    MANAGER_DEPLOYMENT, Cluster, manager_container, parallel_map, path, size_pool)
 
 KUEUE_FINALIZER_PREFIX = GROUP + '/'
 
@@ -176,7 +177,7 @@ class Exporter:
 
     def manager_image(self):
         try:
-            dep = self.cluster.deployment(self.ns, 'kueue-controller-manager')
+            dep = self.cluster.deployment(self.ns, MANAGER_DEPLOYMENT)
         except ApiException as exc:
             if exc.status == 403:
                 return None

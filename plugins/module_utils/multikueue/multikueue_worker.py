@@ -39,7 +39,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue import managed_
 from ansible_collections.kueueops.aks.plugins.module_utils.common.errors import REDACTED, KueueOpsError, scrub
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_client import describe_kube_error
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
-from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import MANAGER_DEPLOYMENT, Cluster, path
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api import GROUP
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.multikueue import (
     WATCHED_KINDS, host_valid, kueue_problems, missing_kind_problem, missing_kinds, watched_kinds)
@@ -606,7 +606,7 @@ def kueue_on_worker(cluster, namespace):
             versions = sorted(v.get('version') for v in group.get('versions') or []
                               if 'Workload' in (cluster.served_kinds(v.get('groupVersion') or '') or ()))
     try:
-        deployment = cluster.deployment(namespace, 'kueue-controller-manager') or {}
+        deployment = cluster.deployment(namespace, MANAGER_DEPLOYMENT) or {}
     except ApiException:
         deployment = {}
     images = [c.get('image') or '' for c in ((deployment.get('spec') or {}).get('template') or {}).get(

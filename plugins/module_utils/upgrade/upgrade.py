@@ -279,13 +279,12 @@ def inventory_problems(hops, inventory, target):
     return problems
 
 
-def declared_problems(hops, declared, values, target, values_from=None):
+def declared_problems(hops, declared, values, target, values_from):
     """What the inventory declares that a hop's release no longer takes, as refusals naming the object or key and the
     replacement: queue objects (``declared``: ``[(origin, document)]`` of kueue_resources and kueue_resources_src)
     at a Kueue API version a hop's release does not serve; ``values`` (kueue_helm_values) whose Configuration is at a
     version its manager no longer decodes, or whose ``controllerManager.featureGates`` sets a removed gate (each named
-    by ``values_from``, values_origin; kueue_helm_values by default)."""
-    values_from = values_from or values_origin({})
+    by ``values_from``: values_origin)."""
     problems = []
     releases = [hop.target for hop in hops] or [target]
     for release in releases:

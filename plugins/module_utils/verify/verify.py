@@ -22,7 +22,7 @@ from ansible_collections.kueueops.aks.plugins.module_utils.kueue.manager_config 
 
 from ansible_collections.kueueops.aks.plugins.module_utils.kube.kube_import import ApiException
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.kueue_api import CRD_PLURALS, GROUP, condition, condition_true
-from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import Cluster, path
+from ansible_collections.kueueops.aks.plugins.module_utils.kube.kueue_cluster import MANAGER_DEPLOYMENT, Cluster, path
 from ansible_collections.kueueops.aks.plugins.module_utils.kueue.queues import (
     MULTIKUEUE_CONTROLLER,
     MULTIKUEUE_SECRET_KEY,
@@ -105,7 +105,7 @@ class Verifier:
 
     # ------------------------------------------------------------- helpers
     def deployments_expected(self):
-        names = ["kueue-controller-manager"]
+        names = [MANAGER_DEPLOYMENT]
         if self.install_method == "extension":
             names.append("kueue-extension")
         return names

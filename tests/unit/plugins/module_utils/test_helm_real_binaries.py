@@ -110,7 +110,7 @@ def _template(binary, values):
     dep = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "kueue-controller-manager"][0]
     cm = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "kueue-manager-config"][0]
     args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
-    return args, cm["data"][hv.CONFIGMAP_KEY]
+    return args, cm["data"][mc.CONFIG_KEY]
 
 
 @pytest.mark.parametrize("major", ["v3", "v4"])
