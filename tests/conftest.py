@@ -58,6 +58,40 @@ def _worker_run_dir() -> None:
         os.environ["KUEUEOPS_RUN_DIR"] = "%s-%s" % (base, _WORKER)
 
 
+ZIPIMPORT_CACHE_MODULE = "_kueueops_zipimport_cache"
+
+
+def _zipimport_cache() -> None:
+    """The module processes' bytecode cache (tests/zipimport_cache.py): install it in this venv's site-packages
+    (its file and a ``.pth`` line that imports it at start-up; rewritten only when they differ) and point
+    ``KUEUEOPS_ZIPIMPORT_CACHE`` at ``$KUEUEOPS_RUN_DIR-zipimport``, one folder for the run's workers. Runs once in
+    the controller, before the workers start (they inherit the variable) and in a serial run; a variable already set
+    is kept (``KUEUEOPS_ZIPIMPORT_CACHE=`` turns the cache off)."""
+    if _WORKER:
+        return
+    import sysconfig
+
+    site = sysconfig.get_paths()["purelib"]
+    with open(os.path.join(REPO, "tests", "zipimport_cache.py"), "rb") as handle:
+        wanted = {ZIPIMPORT_CACHE_MODULE + ".py": handle.read(),
+                  ZIPIMPORT_CACHE_MODULE + ".pth": b"import " + ZIPIMPORT_CACHE_MODULE.encode() + b"\n"}
+    for name, content in wanted.items():
+        path = os.path.join(site, name)
+        try:
+            with open(path, "rb") as handle:
+                if handle.read() == content:
+                    continue
+        except OSError:
+            pass
+        tmp = "%s.%d.tmp" % (path, os.getpid())
+        with open(tmp, "wb") as handle:
+            handle.write(content)
+        os.replace(tmp, path)
+    base = os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
+    os.environ.setdefault("KUEUEOPS_ZIPIMPORT_CACHE", base + "-zipimport")
+
+
+_zipimport_cache()
 _worker_run_dir()
 
 
