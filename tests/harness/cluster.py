@@ -97,29 +97,48 @@ def pid_alive(pid: int, marker: str | None = None) -> bool:
     return True
 
 
+def group_members(pgid: int) -> list:
+    """The live (not zombie) processes of process group ``pgid``, read from /proc."""
+    members = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % name) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(name))
+    return members
+
+
 def stop_pid(pid: int, marker: str | None, timeout: float = 15.0) -> None:
+    """Stop the process ``pid`` (if it is still the one ``marker`` names) and every process of its group (each was
+    started as a session leader): SIGTERM to the group, SIGKILL after ``timeout``. Gone when this returns: a caller
+    that starts it again next (start_apiserver after a slow graceful shutdown), or checks that nothing of a cluster is
+    left (test_harness), would otherwise find the leader or a process of its group alive for a moment more."""
     if not pid_alive(pid, marker):
         return
     try:
         os.killpg(pid, signal.SIGTERM)
     except OSError:
         os.kill(pid, signal.SIGTERM)
+
+    def gone():
+        return not pid_alive(pid, marker) and not group_members(pid)
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if not pid_alive(pid, marker):
+        if gone():
             return
         time.sleep(0.1)
     try:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
-    # Gone when this returns: a caller that starts the process again next (start_apiserver after a
-    # slow graceful shutdown) would otherwise find it still alive for a moment after the SIGKILL.
     deadline = time.time() + 10
-    while pid_alive(pid, marker) and time.time() < deadline:
+    while not gone() and time.time() < deadline:
         time.sleep(0.05)
-    if pid_alive(pid, marker):
-        raise HarnessError("pid %d (%s) survived SIGKILL for 10s" % (pid, marker))
+    if not gone():
+        raise HarnessError("pid %d (%s) or its group %s survived SIGKILL for 10s" % (pid, marker, group_members(pid)))
 
 
 class Cluster:

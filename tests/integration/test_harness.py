@@ -243,7 +243,8 @@ def _chart_end_to_end(cluster, kube, binary, ns, job_ns):
 
 
 def _processes_of(folder: str) -> list:
-    """PIDs of live processes whose command line mentions `folder` (the harness passes it to each)."""
+    """(PID, command line) of the live processes whose command line mentions `folder` (the harness passes it to
+    each)."""
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -254,7 +255,7 @@ def _processes_of(folder: str) -> list:
         except OSError:
             continue
         if folder in cmdline and not zombie and int(pid) != os.getpid():
-            pids.append(int(pid))
+            pids.append((int(pid), cmdline[:200]))
     return pids
 
 
@@ -277,7 +278,7 @@ def test_down_stops_an_apiserver_another_handle_restarted(tmp_path):
     finally:
         first.down()
     left = _processes_of(folder)
-    for pid in left:  # do not leak them into the rest of the session, then fail
+    for pid, _cmdline in left:  # do not leak them into the rest of the session, then fail
         os.kill(pid, signal.SIGKILL)
     assert left == [], "processes of %s still running after down: %s" % (folder, left)
 
@@ -315,7 +316,7 @@ def test_a_port_taken_between_its_choice_and_its_bind_is_chosen_again(tmp_path, 
     err = capfd.readouterr().err
     assert "kube-controller-manager could not bind its port (%s); starting again with other ports" % folder in err, err
     left = _processes_of(folder)
-    for pid in left:
+    for pid, _cmdline in left:
         os.kill(pid, signal.SIGKILL)
     assert left == [], "processes of %s still running after down: %s" % (folder, left)
 
