@@ -223,7 +223,11 @@ differences:
   elements: str
   sample: ["ClusterQueue cq-a differs from the cluster at spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"]
 lost_workloads:
-  description: With O(compare_path), what the Workload counts show was lost since the backup (empty when nothing).
+  description:
+    - With O(compare_path), what the Workload counts show was lost since the backup (empty when nothing).
+    - A Workload pending or admitted at the backup must still be there (pending, admitted or newly finished), and as
+      many admitted or newly finished as were admitted. Workloads finished at the backup may be gone since, not lost
+      (their Jobs' C(ttlSecondsAfterFinished), their Jobs deleted, Kueue's retention of finished Workloads).
   returned: when O(compare_path) is set
   type: list
   elements: str

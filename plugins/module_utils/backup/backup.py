@@ -574,6 +574,27 @@ def convert_to_served(backup_objects, served):
     return converted, dropped
 
 
+def lost_workloads(before, after):
+    """What the Workload totals (``pending``, ``admitted``, ``finished``) show was lost between ``before`` (a backup's)
+    and ``after`` (now): one line each, none when nothing was.
+
+    A Workload finished at the backup may be gone for reasons of its own, not lost: its Job's
+    ``ttlSecondsAfterFinished``, its Job deleted (the garbage collector takes the Workload some seconds later: a smoke
+    test's, right after an install), Kueue's retention policy for finished Workloads. So finished ones are not
+    required to stay. A Workload pending or admitted at the backup must still be there, pending, admitted or newly
+    finished (the finished count above the backup's): fewer is a loss, and so is fewer admitted or newly finished than
+    were admitted (an admission lost). Counts cannot tell an old finished Workload collected from a new one finishing
+    meanwhile: when both happen during an upgrade, this reports a loss for the user to check (the safe side)."""
+    newly_finished = max(0, after.get('finished', 0) - before.get('finished', 0))
+    lost = []
+    if after.get('pending', 0) + after.get('admitted', 0) + newly_finished < \
+            before.get('pending', 0) + before.get('admitted', 0):
+        lost.append('fewer Workloads than were pending or admitted at the backup')
+    if after.get('admitted', 0) + newly_finished < before.get('admitted', 0):
+        lost.append('fewer admitted (or newly finished) Workloads than were admitted at the backup')
+    return lost
+
+
 def compare_with_live(api_client, params, path, identity=None):
     """Compare the live cluster with the backup folder ``path`` (its checksums checked first, then that it is a
     backup of this cluster, ``identity``, unless ``allow_other_cluster``): every object of the backup, converted to
@@ -599,14 +620,7 @@ def compare_with_live(api_client, params, path, identity=None):
     differences = dropped + compare(converted, flat(live))
     workloads = workload_counts(exporter.list_workloads(), raw_queues.get('LocalQueue', []),
                                 raw_queues.get('ClusterQueue', []))
-    before = (manifest.get('workloads') or {}).get('total') or {}
-    after = workloads['total']
-    lost = []
-    if sum(after.get(k, 0) for k in ('pending', 'admitted', 'finished')) < \
-            sum(before.get(k, 0) for k in ('pending', 'admitted', 'finished')):
-        lost.append('fewer Workloads than at the backup')
-    if after.get('admitted', 0) + after.get('finished', 0) < before.get('admitted', 0) + before.get('finished', 0):
-        lost.append('fewer admitted (or finished) Workloads than at the backup')
+    lost = lost_workloads((manifest.get('workloads') or {}).get('total') or {}, workloads['total'])
     return {'matches': not differences and not lost, 'differences': differences, 'workloads': workloads,
             'workloads_before': manifest.get('workloads') or {}, 'lost_workloads': lost, 'backup_path': path,
             'same_cluster': same_cluster, 'changed': False}

@@ -333,6 +333,33 @@ def wl(namespace, queue, admitted=False, finished=False, cq=None):
     return {'metadata': {'namespace': namespace, 'name': 'w'}, 'spec': {'queueName': queue}, 'status': status}
 
 
+@pytest.mark.parametrize('before, after, lost', [
+    # nothing changed; finished at the backup and gone since (TTL, Job deleted, Kueue's retention): not lost
+    ({'pending': 1, 'admitted': 2, 'finished': 3}, {'pending': 1, 'admitted': 2, 'finished': 3}, []),
+    ({'pending': 0, 'admitted': 0, 'finished': 4}, {'pending': 0, 'admitted': 0, 'finished': 0}, []),
+    # pending admitted since, admitted finished since: each still there
+    ({'pending': 2, 'admitted': 1, 'finished': 0}, {'pending': 0, 'admitted': 2, 'finished': 1}, []),
+    # a pending one gone
+    ({'pending': 2, 'admitted': 0, 'finished': 5}, {'pending': 1, 'admitted': 0, 'finished': 5},
+     ['fewer Workloads than were pending or admitted at the backup']),
+    # an admitted one back to pending (its admission lost): as many Workloads, fewer admitted
+    ({'pending': 0, 'admitted': 2, 'finished': 0}, {'pending': 1, 'admitted': 1, 'finished': 0},
+     ['fewer admitted (or newly finished) Workloads than were admitted at the backup']),
+    # every Workload gone (the CRDs deleted with them)
+    ({'pending': 1, 'admitted': 1, 'finished': 1}, {'pending': 0, 'admitted': 0, 'finished': 0},
+     ['fewer Workloads than were pending or admitted at the backup',
+      'fewer admitted (or newly finished) Workloads than were admitted at the backup']),
+    # an admitted one finished while the old finished ones were collected: counts cannot tell, reported (safe side)
+    ({'pending': 0, 'admitted': 1, 'finished': 4}, {'pending': 0, 'admitted': 0, 'finished': 1},
+     ['fewer Workloads than were pending or admitted at the backup',
+      'fewer admitted (or newly finished) Workloads than were admitted at the backup']),
+    # a backup of an older release without totals
+    ({}, {'pending': 0, 'admitted': 0, 'finished': 0}, []),
+])
+def test_lost_workloads_are_the_pending_and_admitted_ones_only(before, after, lost):
+    assert b.lost_workloads(before, after) == lost
+
+
 def test_workload_counts():
     counts = r.workload_counts(
         [wl('ns', 'q'), wl('ns', 'q'), wl('ns', 'q', admitted=True, cq='team'), wl('ns', 'q', finished=True),
