@@ -23,6 +23,9 @@ waiting on controllers and on ansible-playbook, so two workers use the two cores
   with the processes that used it (ansible-playbook, with its modules, counted apart: its runs and CPU seconds, from
   tests/integration/ansible.py), and keeps them in ``$KUEUEOPS_CACHE/test-cpu-ansible-<minor>.json``: on a
   CPU-bound machine that is where a shorter CI has to come from (docs/dev/ci-time.md).
+- **The module processes' bytecode.** The controller installs tests/zipimport_cache.py in the venv and points
+  ``KUEUEOPS_ZIPIMPORT_CACHE`` at ``$KUEUEOPS_RUN_DIR-zipimport``: the module processes of the run's ansible-playbook
+  take the code of the AnsiballZ sources from there instead of compiling them each time (the same code runs).
 """
 from __future__ import annotations
 
