@@ -74,22 +74,14 @@ def _zipimport_cache() -> None:
         return
     import sysconfig
 
+    from tests.harness.files import write_if_changed
+
     site = sysconfig.get_paths()["purelib"]
     with open(os.path.join(REPO, "tests", "zipimport_cache.py"), "rb") as handle:
         wanted = {ZIPIMPORT_CACHE_MODULE + ".py": handle.read(),
                   ZIPIMPORT_CACHE_MODULE + ".pth": b"import " + ZIPIMPORT_CACHE_MODULE.encode() + b"\n"}
     for name, content in wanted.items():
-        path = os.path.join(site, name)
-        try:
-            with open(path, "rb") as handle:
-                if handle.read() == content:
-                    continue
-        except OSError:
-            pass
-        tmp = "%s.%d.tmp" % (path, os.getpid())
-        with open(tmp, "wb") as handle:
-            handle.write(content)
-        os.replace(tmp, path)
+        write_if_changed(os.path.join(site, name), content, 0o644)
     base = os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
     os.environ.setdefault("KUEUEOPS_ZIPIMPORT_CACHE", base + "-zipimport")
 

@@ -46,6 +46,7 @@ import urllib.request
 import yaml
 
 from . import pki
+from .files import write_if_changed
 
 NODE = "kueueops-local"
 VISIBILITY_GROUP_SUFFIX = "visibility.kueue.x-k8s.io"
@@ -280,18 +281,7 @@ class Manager:
         import base64
         for key, value in (sec.get("data") or {}).items():
             data = base64.b64decode(value)
-            target = os.path.join(self.dir, "certs", key)
-            try:
-                with open(target, "rb") as handle:
-                    if handle.read() == data:
-                        continue
-            except OSError:
-                pass
-            tmp = target + ".tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, target)
+            write_if_changed(os.path.join(self.dir, "certs", key), data)
 
     def held(self) -> bool:
         """The hold file exists and is empty (every manager) or names this Pod's image tag."""

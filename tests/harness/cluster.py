@@ -28,6 +28,7 @@ import urllib.error
 import urllib.request
 
 from . import pki
+from .proc import group_members
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -95,20 +96,6 @@ def pid_alive(pid: int, marker: str | None = None) -> bool:
     except OSError:
         return False
     return True
-
-
-def group_members(pgid: int) -> list:
-    """The live (not zombie) processes of process group ``pgid``, read from /proc."""
-    members = []
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/stat" % name) as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(name))
-    return members
 
 
 def stop_pid(pid: int, marker: str | None, timeout: float = 15.0) -> None:

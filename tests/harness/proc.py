@@ -1,5 +1,5 @@
-"""Processes as /proc shows them: the one reader of ``/proc/<pid>/stat`` for CPU figures (tests/conftest.py's CPU
-per file, bench/run.py's CPU per run)."""
+"""Processes as /proc shows them: the one reader of ``/proc/<pid>/stat`` (tests/conftest.py's CPU per file,
+bench/run.py's CPU per run, the harness' process groups)."""
 from __future__ import annotations
 
 import os
@@ -7,18 +7,36 @@ import os
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def read_stat(pid) -> tuple | None:
-    """(ppid, name, own CPU s, CPU s of the children it reaped) of a process, or None once it is gone."""
+def _stat(pid) -> tuple | None:
+    """(name, the fields after it) of ``/proc/<pid>/stat``, or None once the process is gone. The fields: state(0)
+    ppid(1) pgrp(2) ... utime(11) stime(12) cutime(13) cstime(14), times in clock ticks."""
     try:
         with open("/proc/%s/stat" % pid) as handle:
             data = handle.read()
     except OSError:
         return None
     close = data.rfind(")")
-    # after the name: state ppid ... utime(11) stime(12) cutime(13) cstime(14), in clock ticks
-    fields = data[close + 2:].split()
-    return (int(fields[1]), data[data.find("(") + 1:close], (int(fields[11]) + int(fields[12])) / TICK,
+    return data[data.find("(") + 1:close], data[close + 2:].split()
+
+
+def read_stat(pid) -> tuple | None:
+    """(ppid, name, own CPU s, CPU s of the children it reaped) of a process, or None once it is gone."""
+    stat = _stat(pid)
+    if stat is None:
+        return None
+    name, fields = stat
+    return (int(fields[1]), name, (int(fields[11]) + int(fields[12])) / TICK,
             (int(fields[13]) + int(fields[14])) / TICK)
+
+
+def group_members(pgid: int) -> list:
+    """The live (not zombie) processes of process group ``pgid``."""
+    members = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        stat = _stat(entry)
+        if stat is not None and stat[1][0] != "Z" and int(stat[1][2]) == pgid:
+            members.append(int(entry))
+    return members
 
 
 def tree(root: int) -> dict:
