@@ -62,6 +62,7 @@ def _worker_run_dir() -> None:
 
 
 ZIPIMPORT_CACHE_MODULE = "_kueueops_zipimport_cache"
+ZIPIMPORT_CACHE_LIMIT = 2000
 
 
 def _zipimport_cache() -> None:
@@ -83,7 +84,13 @@ def _zipimport_cache() -> None:
     for name, content in wanted.items():
         write_if_changed(os.path.join(site, name), content, 0o644)
     base = os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
-    os.environ.setdefault("KUEUEOPS_ZIPIMPORT_CACHE", base + "-zipimport")
+    folder = os.environ.setdefault("KUEUEOPS_ZIPIMPORT_CACHE", base + "-zipimport")
+    # A run leaves about 120 entries (2 MB); a checkout's folder that has kept many versions of the sources is emptied
+    # (it fills again as the run's module processes compile).
+    if folder and os.path.isdir(folder) and len(os.listdir(folder)) > ZIPIMPORT_CACHE_LIMIT:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 _zipimport_cache()
