@@ -46,6 +46,7 @@ def _install(folder):
                     code = marshal.loads(handle.read())
             except (OSError, EOFError, ValueError, TypeError):
                 code = compile_source(pathname, source)
+                # As tests/harness/files.write_if_changed does; this file runs from site-packages, without tests/.
                 tmp = '%s.%d.tmp' % (path, os.getpid())
                 try:
                     with open(tmp, 'wb') as handle:

@@ -28,7 +28,7 @@ import urllib.error
 import urllib.request
 
 from . import pki
-from .proc import group_members
+from .proc import group_members, live
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -86,10 +86,9 @@ def pid_alive(pid: int, marker: str | None = None) -> bool:
         os.kill(pid, 0)
     except OSError:
         return False
+    if not live(pid):
+        return False
     try:
-        with open("/proc/%d/stat" % pid) as handle:
-            if handle.read().split(")")[-1].split()[0] == "Z":
-                return False
         if marker:
             with open("/proc/%d/cmdline" % pid, "rb") as handle:
                 return marker.encode() in handle.read()

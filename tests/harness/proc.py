@@ -29,12 +29,22 @@ def read_stat(pid) -> tuple | None:
             (int(fields[13]) + int(fields[14])) / TICK)
 
 
+def live(pid) -> bool:
+    """Whether the process runs: it exists and is not a zombie (ended, not yet reaped)."""
+    return _running(_stat(pid))
+
+
+def _running(stat) -> bool:
+    """A process with this ``_stat`` exists and is not a zombie."""
+    return stat is not None and stat[1][0] != "Z"
+
+
 def group_members(pgid: int) -> list:
     """The live (not zombie) processes of process group ``pgid``."""
     members = []
     for entry in filter(str.isdigit, os.listdir("/proc")):
         stat = _stat(entry)
-        if stat is not None and stat[1][0] != "Z" and int(stat[1][2]) == pgid:
+        if _running(stat) and int(stat[1][2]) == pgid:
             members.append(int(entry))
     return members
 

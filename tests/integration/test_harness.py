@@ -14,6 +14,8 @@ import time
 import pytest
 from kubernetes import client
 
+from tests.harness import proc
+
 from .kubeutil import condition, helm, kueue_api, kueue_crds, reset_kueue, wait_for
 
 GROUP = "kueue.x-k8s.io"
@@ -250,11 +252,9 @@ def _processes_of(folder: str) -> list:
         try:
             with open("/proc/%s/cmdline" % pid, "rb") as handle:
                 cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
-            with open("/proc/%s/stat" % pid) as handle:
-                zombie = handle.read().rsplit(")", 1)[1].split()[0] == "Z"
         except OSError:
             continue
-        if folder in cmdline and not zombie and int(pid) != os.getpid():
+        if folder in cmdline and proc.live(pid) and int(pid) != os.getpid():
             pids.append((int(pid), cmdline[:200]))
     return pids
 
