@@ -115,7 +115,7 @@ sanity-matrix: venv ## ansible-test sanity on ansible-core 2.16 (Python 3.11), 2
 	hack/sanity.sh matrix
 
 .PHONY: test
-test: venv toolchain ## Everything CI runs, four jobs at once (hack/test.sh): sanity + lint, the tests, the 2.16 and 2.21 jobs
+test: venv ## Everything CI runs, four jobs at once (hack/test.sh): sanity + lint, the tests, the 2.16 and 2.21 jobs; builds the toolchain beside sanity
 	hack/test.sh
 
 .PHONY: demo

@@ -64,6 +64,9 @@ fi
 [ "${1:-}" = "--" ] && shift
 
 export ANSIBLE_COLLECTIONS_PATH="$VENV/collections"
+# The control plane's binaries, built or reused (a no-op once cached; on a fresh machine make test's jobs wait here
+# for the one build, hack/toolchain.sh's lock, while their venvs and sanity went on beside it).
+hack/toolchain.sh >&2
 # The job's Kubernetes (hack/matrix.sh: the 2.21 job runs on the newest), read by hack/toolchain.sh --env.
 KUBE_VERSION=${KUBE_VERSION:-$(matrix_kube_version "$CORE")}
 export KUBE_VERSION

@@ -15,7 +15,8 @@
 #      they were, so nothing later installs from trixie;
 #   5. `./configure --prefix=<cache>/python-<minor> --without-pgo --with-ensurepip=no` (no --enable-optimizations:
 #      PGO runs the test suite, about 3 times the build; no pip in the interpreter itself: Debian's patch lets
-#      ensurepip seed virtual environments only, which is all hack/venv.sh asks of it), `make -j<cores>`,
+#      ensurepip seed virtual environments only, which is all hack/venv.sh asks of it; no test modules: CPython's own
+#      test suite is neither built nor byte-compiled three times by `make install`), `make -j<cores>`,
 #      `make install`, and a check that ssl, sqlite3, ctypes, lzma, bz2, zlib, readline and uuid import and that a venv
 #      gets its pip (the venvs pip builds need them).
 # The prefix is baked into the interpreter, so the build happens at its final path under a lock (flock): a second
@@ -91,7 +92,7 @@ log "configure and build $(basename "$src") into $PREFIX"
 rm -rf "$PREFIX"
 (
     cd "$src"
-    ./configure --prefix="$PREFIX" --without-pgo --with-ensurepip=no >"$work/configure.log" 2>&1 \
+    ./configure --prefix="$PREFIX" --without-pgo --with-ensurepip=no --disable-test-modules >"$work/configure.log" 2>&1 \
         || { tail -n 30 "$work/configure.log" >&2; exit 1; }
     make -j"$(nproc)" >"$work/make.log" 2>&1 || { tail -n 40 "$work/make.log" >&2; exit 1; }
     make install >"$work/install.log" 2>&1 || { tail -n 40 "$work/install.log" >&2; exit 1; }

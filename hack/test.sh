@@ -57,6 +57,16 @@ core221_pid=$!
 # Stop the other three jobs (their pytest stops its clusters on SIGTERM) when this script is interrupted.
 trap 'kill "$sanity_pid" "$compat_pid" "$core221_pid" 2>/dev/null; wait 2>/dev/null' INT TERM
 
+# The toolchain is built (or reused: a no-op once cached) here, not before this script: on a fresh machine the sanity
+# job, the compat job's venv and the Python 3.13 build of the 2.21 job run beside its Go builds, which leave about a
+# quarter of the 2 cores idle; the compat and 2.21 jobs wait for it on its lock before starting their clusters.
+if ! hack/toolchain.sh; then
+    echo "test.sh: hack/toolchain.sh failed; stopping the other jobs"
+    kill "$sanity_pid" "$compat_pid" "$core221_pid" 2>/dev/null
+    wait 2>/dev/null
+    exit 1
+fi
+echo "test.sh: toolchain ready at $(( $(date +%s) - start )) s"
 # --no-loadscope-reorder: whole files in the order tests/conftest.py gives them (slowest first), not pytest-xdist's
 # default of the files with the most tests first (which started the two slowest files, of 2 and 3 tests, last).
 "$VPY" -m pytest tests/unit tests/integration tests/reliability -q -rs -p no:cacheprovider -n "$WORKERS" \
