@@ -8,6 +8,8 @@
 #      (KUBE_VERSION_NEWEST, 1.37.x; issue 45): the unit tests and the playbook files of COMPAT_TESTS_221,
 #      CORE221_WORKERS workers; those files are left out of the main run (its single corpus cases run in both);
 #   4. the main pytest run on 2.19: unit, integration and reliability tests, TEST_WORKERS workers.
+# Jobs 2 to 4 need the control plane's binaries: this script builds them (hack/toolchain.sh, a no-op once cached)
+# while sanity and the venvs go on, and jobs 2 and 3 wait for that build on its lock after their venvs.
 #
 #   hack/test.sh                 # all four; the main run's output, then the other three; exit 1 if any failed
 #   TEST_WORKERS=2 COMPAT_WORKERS=1 CORE221_WORKERS=2 hack/test.sh

@@ -8,7 +8,7 @@
 # Cache layout: $KUEUEOPS_CACHE/toolchain/<component>-<version>/bin/<binary>
 # A component folder is written under a temporary name and renamed when its
 # build succeeded, so an interrupted build is redone, never half-reused.
-# Two lanes build at once (Kubernetes, etcd, registry | helm v3, Kueue, helm v4),
+# Two lanes build at once (Kubernetes, etcd, registry, helm v4 | helm v3, Kueue),
 # one builder per cache at a time (a lock: make test's jobs each call this).
 #
 # Binaries a user already has are honoured instead of building:
@@ -152,9 +152,10 @@ main() {
     flock 8
     local total=$SECONDS
     export HELM_BIN=$helm3
-    # Two lanes at once, about equally long cold (session 29: 1,031 s and 1,117 s one after the other): a Go build
-    # keeps the 2 cores busy only about three quarters of its time (downloads, links, the last packages of its
-    # graph), so two fill them. Kueue's lane starts with helm v3, which packages its charts.
+    # Two lanes at once, about equally long cold: a Go build keeps the 2 cores busy only about three quarters of its
+    # time (downloads, links, the last packages of its graph), so two fill them. Kueue's lane starts with helm v3,
+    # which packages its charts; helm v4 ends the other lane (the cold run of session 30 had it end the Kueue lane,
+    # which then ran alone for 3 min).
     lane_kube() {
       if [[ ! -x "$apiserver" || ! -x "$kcm" || ! -x "$kubectl" ]]; then
         build_component kube "$KUBE_VERSION" build_kube
@@ -166,12 +167,12 @@ main() {
       fi
       [[ -x "$etcd" ]] || build_component etcd "$ETCD_VERSION" build_etcd
       [[ -x "$registry" ]] || build_component registry "$REGISTRY_VERSION" build_registry
+      [[ -x "$helm4" ]] || build_component helm "$HELM_V4_VERSION" build_helm
     }
     lane_kueue() {
       [[ -x "$helm3" ]] || build_component helm "$HELM_V3_VERSION" build_helm
       local v
       for v in $KUEUE_VERSIONS; do build_component kueue "$v" build_kueue; done
-      [[ -x "$helm4" ]] || build_component helm "$HELM_V4_VERSION" build_helm
     }
     local kube_pid kueue_pid rc=0
     ( set -e; lane_kube ) & kube_pid=$!
