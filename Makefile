@@ -99,7 +99,7 @@ test-cluster: venv ## The ansible-test integration targets against your cluster:
 	$(VPY) hack/test_cluster.py $(if $(KUBECONFIG),--kubeconfig "$(KUBECONFIG)") $(TARGETS)
 
 .PHONY: compat
-compat: venv toolchain ## Unit tests and site/configure/status/uninstall/restore playbooks on ansible-core 2.16 (.venv-compat)
+compat: venv ## Unit tests and site/configure/status/uninstall/restore playbooks on ansible-core 2.16 (.venv-compat)
 	hack/compat.sh
 
 .PHONY: python
@@ -107,7 +107,7 @@ python: ## Python 3.13 for the ansible-core 2.20+ venvs: built once from Debian'
 	hack/python.sh 3.13
 
 .PHONY: core221
-core221: venv toolchain ## Unit tests and the playbooks users run on ansible-core 2.21, Python 3.13 (.venv-2.21; hack/matrix.sh)
+core221: venv ## Unit tests and the playbooks users run on ansible-core 2.21, Python 3.13 (.venv-2.21; hack/matrix.sh)
 	KUEUEOPS_RUN_DIR=$(KUEUEOPS_RUN_DIR)-core221 TEST_WORKERS=$(CORE221_WORKERS) COMPAT_CORE=2.21 hack/compat.sh
 
 .PHONY: sanity-matrix

@@ -56,16 +56,17 @@ KUEUEOPS_RUN_DIR=$RUN_DIR-compat TEST_WORKERS=${COMPAT_WORKERS:-1} hack/compat.s
 compat_pid=$!
 KUEUEOPS_RUN_DIR=$RUN_DIR-core221 TEST_WORKERS=${CORE221_WORKERS:-2} COMPAT_CORE=2.21 hack/compat.sh > "$CORE221_LOG" 2>&1 &
 core221_pid=$!
-# Stop the other three jobs (their pytest stops its clusters on SIGTERM) when this script is interrupted.
-trap 'kill "$sanity_pid" "$compat_pid" "$core221_pid" 2>/dev/null; wait 2>/dev/null' INT TERM
+# Stop the other three jobs (their pytest stops its clusters on SIGTERM): when this script is interrupted, or when
+# the toolchain they wait for failed.
+stop_jobs() { kill "$sanity_pid" "$compat_pid" "$core221_pid" 2>/dev/null; wait 2>/dev/null; }
+trap stop_jobs INT TERM
 
 # The toolchain is built (or reused: a no-op once cached) here, not before this script: on a fresh machine the sanity
 # job, the compat job's venv and the Python 3.13 build of the 2.21 job run beside its Go builds, which leave about a
 # quarter of the 2 cores idle; the compat and 2.21 jobs wait for it on its lock before starting their clusters.
 if ! hack/toolchain.sh; then
     echo "test.sh: hack/toolchain.sh failed; stopping the other jobs"
-    kill "$sanity_pid" "$compat_pid" "$core221_pid" 2>/dev/null
-    wait 2>/dev/null
+    stop_jobs
     exit 1
 fi
 echo "test.sh: toolchain ready at $(( $(date +%s) - start )) s"
