@@ -82,19 +82,31 @@ def parse_exports(text: str) -> dict:
 
 
 def pid_alive(pid: int, marker: str | None = None) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    if not live(pid):
-        return False
-    try:
-        if marker:
+    """Whether ``pid`` runs (not a zombie) and, with ``marker``, whether its command line names it (the pid is still
+    the process recorded, not another that reused the number).
+
+    A process Popen has just returned shows an empty command line for a moment (the parent of a vfork resumes when
+    execve drops the old memory, before the kernel has written the new arguments): seen once in 300 starts on a
+    loaded machine, and down() right after the agent's start then took the agent for gone and left it running (stop
+    51's CI). An empty command line is read again for up to 2 s; a kernel thread's stays empty."""
+    deadline = time.time() + 2.0
+    while True:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        if not live(pid):
+            return False
+        if not marker:
+            return True
+        try:
             with open("/proc/%d/cmdline" % pid, "rb") as handle:
-                return marker.encode() in handle.read()
-    except OSError:
-        return False
-    return True
+                cmdline = handle.read()
+        except OSError:
+            return False
+        if cmdline or time.time() > deadline:
+            return marker.encode() in cmdline
+        time.sleep(0.01)
 
 
 def stop_pid(pid: int, marker: str | None, timeout: float = 15.0) -> None:
