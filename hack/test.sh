@@ -50,30 +50,61 @@ start=$(date +%s)
 cpu_ticks() { awk '/^cpu /{print $2 + $3 + $4}' /proc/stat; }
 cpu_start=$(cpu_ticks)
 
-hack/sanity.sh > "$SANITY_LOG" 2>&1 &
+# Each job runs in a process group of its own (setsid), so that stopping it stops what it started too (ansible-lint,
+# ansible-test, pytest's workers), not only its shell.
+setsid hack/sanity.sh > "$SANITY_LOG" 2>&1 &
 sanity_pid=$!
-KUEUEOPS_RUN_DIR=$RUN_DIR-compat TEST_WORKERS=${COMPAT_WORKERS:-1} hack/compat.sh > "$COMPAT_LOG" 2>&1 &
+KUEUEOPS_RUN_DIR=$RUN_DIR-compat TEST_WORKERS=${COMPAT_WORKERS:-1} setsid hack/compat.sh > "$COMPAT_LOG" 2>&1 &
 compat_pid=$!
-KUEUEOPS_RUN_DIR=$RUN_DIR-core221 TEST_WORKERS=${CORE221_WORKERS:-2} COMPAT_CORE=2.21 hack/compat.sh > "$CORE221_LOG" 2>&1 &
+KUEUEOPS_RUN_DIR=$RUN_DIR-core221 TEST_WORKERS=${CORE221_WORKERS:-2} COMPAT_CORE=2.21 setsid hack/compat.sh \
+    > "$CORE221_LOG" 2>&1 &
 core221_pid=$!
-# Stop the other three jobs (their pytest stops its clusters on SIGTERM): when this script is interrupted, or when
-# the toolchain they wait for failed.
-stop_jobs() { kill "$sanity_pid" "$compat_pid" "$core221_pid" 2>/dev/null; wait 2>/dev/null; }
-trap stop_jobs INT TERM
+# Stop jobs (the pids of their process groups), when this script is interrupted or when the toolchain they wait for
+# failed: SIGTERM to each group (pytest ends on it as on Ctrl-C, with its teardown, which stops its clusters:
+# tests/conftest.py), SIGKILL to what is left after 60 s, then any cluster a run folder of this run still holds is
+# stopped (as .ci/run does for the whole run).
+stop_jobs() {
+    local groups=() pid dir _
+    for pid in "$@"; do groups+=(-"$pid"); done
+    kill -TERM -- "${groups[@]}" 2>/dev/null
+    for _ in $(seq 60); do
+        kill -0 -- "${groups[@]}" 2>/dev/null || break
+        sleep 1
+    done
+    kill -KILL -- "${groups[@]}" 2>/dev/null
+    wait 2>/dev/null
+    for dir in "$RUN_DIR"-*/; do
+        [ -f "$dir/state.json" ] && KUEUEOPS_RUN_DIR="${dir%/}" make -s cluster-down >/dev/null 2>&1
+    done
+    return 0
+}
+# Ctrl-C reaches this script alone (each job is a session of its own) and a CI timeout's SIGTERM too: every job is
+# stopped as above, the main run's included.
+main_pid=
+interrupted() {
+    echo "test.sh: interrupted; stopping every job"
+    # shellcheck disable=SC2086 # no main run yet: no pid
+    stop_jobs "$sanity_pid" "$compat_pid" "$core221_pid" $main_pid
+    exit 130
+}
+trap interrupted INT TERM
 
 # The toolchain is built (or reused: a no-op once cached) here, not before this script: on a fresh machine the sanity
 # job, the compat job's venv and the Python 3.13 build of the 2.21 job run beside its Go builds, which leave about a
 # quarter of the 2 cores idle; the compat and 2.21 jobs wait for it on its lock before starting their clusters.
 if ! hack/toolchain.sh; then
     echo "test.sh: hack/toolchain.sh failed; stopping the other jobs"
-    stop_jobs
+    stop_jobs "$sanity_pid" "$compat_pid" "$core221_pid"
     exit 1
 fi
 echo "test.sh: toolchain ready at $(( $(date +%s) - start )) s"
 # --no-loadscope-reorder: whole files in the order tests/conftest.py gives them (slowest first), not pytest-xdist's
 # default of the files with the most tests first (which started the two slowest files, of 2 and 3 tests, last).
-"$VPY" -m pytest tests/unit tests/integration tests/reliability -q -rs -p no:cacheprovider -n "$WORKERS" \
-    --dist loadfile --no-loadscope-reorder --durations=40 --durations-min=20 "${MOVED[@]}"
+# In its own session as the other jobs, waited for (a trap runs during `wait`, not during a command in the foreground).
+setsid "$VPY" -m pytest tests/unit tests/integration tests/reliability -q -rs -p no:cacheprovider -n "$WORKERS" \
+    --dist loadfile --no-loadscope-reorder --durations=40 --durations-min=20 "${MOVED[@]}" &
+main_pid=$!
+wait "$main_pid"
 main_rc=$?
 echo "test.sh: main run exit $main_rc at $(( $(date +%s) - start )) s; waiting for sanity, the compat and 2.21 jobs"
 

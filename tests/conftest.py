@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
@@ -251,9 +253,20 @@ def _playbook_cpu() -> tuple:
     return figures.get("runs", 0), figures.get("cpu", 0.0)
 
 
+def _terminated(_signum, _frame):
+    raise KeyboardInterrupt("SIGTERM")
+
+
 def pytest_configure(config):
-    """Measured where the tests run: a worker, or a serial run (not an xdist controller, which only hears of them)."""
+    """Measured where the tests run: a worker, or a serial run (not an xdist controller, which only hears of them).
+
+    SIGTERM ends a run as Ctrl-C does, with every fixture's teardown (the clusters it started stop): hack/test.sh
+    stops a job's process group with it, and a CI timeout sends it; Python's default would end the process at once and
+    leave the clusters running. (A job hack/test.sh starts in the background cannot be sent SIGINT: a non-interactive
+    shell starts its background commands with SIGINT ignored, and Python then never installs its own handler.)"""
     _MARK["measure"] = os.path.isdir("/proc") and bool(_WORKER or not getattr(config.option, "numprocesses", None))
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
 
 
 def pytest_runtest_logstart(nodeid, location):
