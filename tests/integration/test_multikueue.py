@@ -347,10 +347,23 @@ def test_wiring_dispatch_rerun_rotation_outage_removal_and_backup(clusters):
         least["worker-%d" % (index + 1)] = _least_privileged(worker, "configure-queues", "multikueue-worker")
     inv = _inventory(tmp / "mk-least.yml", manager, workers, kubeconfigs=least, kueue_multikueue_install=False)
 
-    # 3. Rotation: new tokens on the manager, verified with a dispatch, then the old ones revoked.
-    rotated = run_playbook(PLAYBOOK, inventory=inv, extravars={"kueue_multikueue_rotate_tokens": True}, timeout=900)
+    # 3. Rotation: new tokens on the manager, verified with a dispatch, then the old ones revoked. The same run
+    # raises mk-cq's CPU quota with kueue_hold_admission: the ClusterQueue is held and released on the manager and on
+    # each worker (the workers' queues ignored the variable before), and ends with the new quota and no hold.
+    raised = list(RESOURCES)
+    raised[1] = yaml.safe_load(yaml.safe_dump(RESOURCES[1]))
+    raised[1]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "5"
+    rotated = run_playbook(PLAYBOOK, inventory=inv, timeout=900, extravars={
+        "kueue_multikueue_rotate_tokens": True, "kueue_hold_admission": True, "kueue_resources": raised})
     assert rotated.rc == 0, rotated.stdout[-5000:]
     assert rotated.result("Verify MultiKueue", "manager")["multikueue"]["dispatched"]["%s/mk-lq" % NS]
+    assert rotated.result("Apply the manager's queues", "manager")["held"] == ["mk-cq"]
+    for worker in ("worker-1", "worker-2"):
+        assert rotated.result("Apply the worker's namespaces", worker)["held"] == ["mk-cq"], worker
+    for api in [m_api] + w_apis:
+        spec = _custom(api, "clusterqueues", "mk-cq")["spec"]
+        assert spec["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "5", spec
+        assert spec.get("stopPolicy", "None") == "None", spec
     new = _secret_kubeconfigs(m_api)
     for index, name in enumerate(("worker-1", "worker-2")):
         token = new[name]["users"][0]["user"]["token"]
