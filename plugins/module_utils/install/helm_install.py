@@ -216,8 +216,10 @@ class KueueHelm(HelmSession):
         self.login(runner)
         current = self.release(runner)
         wanted = (p["chart_version"] or "latest").strip()
+        checked = None
         if wanted != "latest" and p["chart_ref"].startswith("oci://"):  # a pin: its gates checked before the registry
-            check_catalog(check_semver(wanted), p.get("feature_gates"), p.get("integrations"))
+            checked = check_semver(wanted)
+            check_catalog(checked, p.get("feature_gates"), p.get("integrations"))
         version = self.resolve_version(runner, chart_version_of(current) if current else None)
         result["chart_version"] = version
         if current:
@@ -226,7 +228,8 @@ class KueueHelm(HelmSession):
         warning = version_warning(version)
         if warning:
             self.warnings.append(warning)
-        check_catalog(version, p.get("feature_gates"), p.get("integrations"))
+        if version != checked:  # the version resolved (latest, a non-OCI chart's): its gates and integrations
+            check_catalog(version, p.get("feature_gates"), p.get("integrations"))
 
         default_cfg = None
         if p.get("integrations") is not None:
