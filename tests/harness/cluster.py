@@ -195,6 +195,11 @@ class Cluster:
         with urllib.request.urlopen(self.server + path, context=self.ssl_context(), timeout=timeout) as resp:
             return resp.read()
 
+    def kubernetes_version(self) -> str:
+        """The Kubernetes release the API server reports (the gitVersion of its /version, ``v1.34.5``): what the
+        tests compare with instead of a literal, so that each runs on whichever Kubernetes its job starts."""
+        return json.loads(self.api_get("/version"))["gitVersion"]
+
     # ------------------------------------------------------------------- up
     def up(self) -> None:
         if self.state.get("processes") and self.running():

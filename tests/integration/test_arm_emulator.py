@@ -67,11 +67,13 @@ def kube_from(kubeconfig: bytes):
     return config.new_client_from_config_dict(yaml.safe_load(kubeconfig))
 
 
-def test_cluster_properties_and_credentials(azure, arm_control):
+def test_cluster_properties_and_credentials(cluster, azure, arm_control):
     from kubernetes import client
 
     mc = azure["aks"].managed_clusters.get(azure["rg"], azure["cluster"])
-    assert (mc.kubernetes_version, mc.sku.name, mc.node_provisioning_profile.mode) == ("1.34.5", "Base", "Manual")
+    # ARM reports the version of the cluster it stands for: the local control plane's, as ARM writes it (no "v").
+    served = cluster.kubernetes_version().lstrip("v")
+    assert (mc.kubernetes_version, mc.sku.name, mc.node_provisioning_profile.mode) == (served, "Base", "Manual")
     assert mc.id.endswith("/managedClusters/" + azure["cluster"]) and mc.agent_pool_profiles[0].mode == "System"
 
     arm_control.cluster(kubernetesVersion="1.33.2", currentKubernetesVersion="1.33.2",

@@ -91,7 +91,7 @@ class ArmEmulator:
             "principal_object_id": str(uuid.uuid5(uuid.NAMESPACE_URL, CLIENT_ID)),
             "resource_group": RESOURCE_GROUP, "cluster_name": CLUSTER_NAME, "location": LOCATION,
             # the managed cluster reports the Kubernetes the local control plane runs
-            "kubernetes_version": json.loads(cluster.api_get("/version")).get("gitVersion"),
+            "kubernetes_version": cluster.kubernetes_version(),
         }
         fd = os.open(self.config_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
