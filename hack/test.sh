@@ -60,9 +60,9 @@ KUEUEOPS_RUN_DIR=$RUN_DIR-core221 TEST_WORKERS=${CORE221_WORKERS:-2} COMPAT_CORE
     > "$CORE221_LOG" 2>&1 &
 core221_pid=$!
 # Stop jobs (the pids of their process groups), when this script is interrupted or when the toolchain they wait for
-# failed: SIGTERM to each group (pytest ends on it as on Ctrl-C, with its teardown, which stops its clusters:
-# tests/conftest.py), SIGKILL to what is left after 60 s, then any cluster a run folder of this run still holds is
-# stopped (as .ci/run does for the whole run).
+# failed: SIGTERM to each group (pytest ends on it as on Ctrl-C: tests/conftest.py), SIGKILL to what is left after
+# 60 s, then any cluster a run folder of this run still holds is stopped (as .ci/run does for the whole run): an
+# xdist worker's teardown may not finish before its controller ends, so this last step is what stops the clusters.
 stop_jobs() {
     local groups=() pid dir _
     for pid in "$@"; do groups+=(-"$pid"); done

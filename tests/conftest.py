@@ -260,10 +260,11 @@ def _terminated(_signum, _frame):
 def pytest_configure(config):
     """Measured where the tests run: a worker, or a serial run (not an xdist controller, which only hears of them).
 
-    SIGTERM ends a run as Ctrl-C does, with every fixture's teardown (the clusters it started stop): hack/test.sh
-    stops a job's process group with it, and a CI timeout sends it; Python's default would end the process at once and
-    leave the clusters running. (A job hack/test.sh starts in the background cannot be sent SIGINT: a non-interactive
-    shell starts its background commands with SIGINT ignored, and Python then never installs its own handler.)"""
+    SIGTERM ends a run as Ctrl-C does (KeyboardInterrupt: the run reports what ran, then its teardown starts; an xdist
+    worker's may be cut short when its controller ends, so hack/test.sh stops the clusters its run folders still hold
+    afterwards): hack/test.sh stops a job's process group with it, and a CI timeout sends it. (A job hack/test.sh starts
+    in the background cannot be sent SIGINT: a non-interactive shell starts its background commands with SIGINT
+    ignored, and Python then never installs its own handler.)"""
     _MARK["measure"] = os.path.isdir("/proc") and bool(_WORKER or not getattr(config.option, "numprocesses", None))
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminated)
