@@ -45,6 +45,12 @@ cluster-up: venv toolchain ## Start the local control plane (idempotent)
 cluster-down: ## Stop exactly what cluster-up started (idempotent)
 	@if [ -x $(VPY) ]; then $(VPY) -m tests.harness down; fi
 
+.PHONY: clusters-down
+clusters-down: ## Stop the cluster of every run folder .run-* (KUEUEOPS_RUN_DIR-*: make test's workers and jobs, and the clusters their tests start)
+	@for dir in $(KUEUEOPS_RUN_DIR)-*; do \
+		if [ -f "$$dir/state.json" ]; then KUEUEOPS_RUN_DIR="$$dir" $(MAKE) -s cluster-down; fi; \
+	done
+
 .PHONY: cluster-env
 cluster-env: ## Print export lines for the running cluster (use: eval "$$(make -s cluster-env)")
 	@$(VPY) -m tests.harness env

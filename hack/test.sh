@@ -64,7 +64,7 @@ core221_pid=$!
 # 60 s, then any cluster a run folder of this run still holds is stopped (as .ci/run does for the whole run): an
 # xdist worker's teardown may not finish before its controller ends, so this last step is what stops the clusters.
 stop_jobs() {
-    local groups=() pid dir _
+    local groups=() pid _
     for pid in "$@"; do groups+=(-"$pid"); done
     kill -TERM -- "${groups[@]}" 2>/dev/null
     for _ in $(seq 60); do
@@ -73,9 +73,7 @@ stop_jobs() {
     done
     kill -KILL -- "${groups[@]}" 2>/dev/null
     wait 2>/dev/null
-    for dir in "$RUN_DIR"-*/; do
-        [ -f "$dir/state.json" ] && KUEUEOPS_RUN_DIR="${dir%/}" make -s cluster-down >/dev/null 2>&1
-    done
+    KUEUEOPS_RUN_DIR=$RUN_DIR make -s clusters-down >/dev/null 2>&1
     return 0
 }
 # Ctrl-C reaches this script alone (each job is a session of its own) and a CI timeout's SIGTERM too: every job is
