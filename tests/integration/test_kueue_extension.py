@@ -120,10 +120,15 @@ def test_install_idempotent_check_diff_settings_credentials_uninstall(cluster, k
     fixed = run(base)
     assert fixed.rc == 0 and fixed.result("Manage the Kueue extension")["operation"] == "none"
     assert stat.S_IMODE(os.stat(dest).st_mode) == 0o600 and open(dest).read() != "stale"
+    # The file is rewritten only when it differs: the same run again changes nothing.
+    written = os.stat(dest).st_mtime_ns
+    same = run(base)
+    assert same.rc == 0 and same.changed == 0, "the kubeconfig file was rewritten: " + same.stdout[-3000:]
+    assert os.stat(dest).st_mtime_ns == written
     assert [m for m, _p in writes(ctl)] == ["PUT"]
 
-    # 3. Second run: changed=0, nothing written (protected settings are not re-sent: on_create).
-    #    (kubeconfig_dest's own idempotence: test_kubeconfig_file_is_rewritten_only_when_it_differs.)
+    # 3. Second run without kubeconfig_dest: changed=0, nothing written (protected settings are not re-sent:
+    #    on_create).
     base = dict(base, kubeconfig_dest=None)
     ctl.clear_requests()
     again = run(base)
@@ -172,13 +177,24 @@ def test_install_idempotent_check_diff_settings_credentials_uninstall(cluster, k
     assert run(ext_args(state="absent")).changed == 0
 
 
-def test_pinned_version_then_release_train(cluster, kube, arm, no_extension):
+def test_pinned_version_then_release_train_through_throttling_and_transient_errors(cluster, kube, arm, no_extension):
     ctl = no_extension
     # The versions in AKS's form (0.19.2-aks.0.4.4), each installing the Kueue chart of the same core version.
     newest, previous = os.environ["KUEUE_EXTENSION_VERSIONS"].split()[:2]
     pinned = ext_args(version="v" + previous)
+    # The install goes through ARM's throttling and transient errors, retried: two 500s on the first GETs of the
+    # cluster, two 429s (Retry-After: 1) on the PUT (one install for both claims: each install is a real Helm
+    # install of Kueue and its removal).
+    ctl.fault(500, count=2, method="GET", path="/managedClusters/")
+    ctl.fault(429, count=2, method="PUT", path="/extensions/", retry_after=1)
     first = run(pinned)
     assert first.rc == 0, first.stdout[-3000:]
+    assert first.result("Manage the Kueue extension")["extension"]["properties"]["provisioningState"] == "Succeeded"
+    puts = [r["status"] for r in ctl.requests(method="PUT", path="/extensions/")]
+    assert puts[:2] == [429, 429] and puts[2] in (200, 201), puts
+    cluster_gets = [r["status"] for r in ctl.requests(method="GET", path="/managedClusters/")
+                    if "/extensions/" not in r["path"]]
+    assert cluster_gets[:3] == [500, 500, 200], cluster_gets
     # The preflight read what the release train offers the cluster (ExtensionTypes_ClusterListVersions).
     assert first.result("Manage the Kueue extension")["preflight"]["offered_versions"] == \
         os.environ["KUEUE_EXTENSION_VERSIONS"].split()
@@ -221,10 +237,14 @@ def test_version_the_train_does_not_offer_fails_before_any_write(arm, no_extensi
     assert msg.startswith("release_train: ") and "release train stable offers no version" in msg, msg
     assert writes(ctl) == []
     assert len(ctl.requests(method="GET", path="/extensionTypes/microsoft.kueue/versions")) == 3
-    # What the train offers installs.
-    ok = run(ext_args(version=previous, preflight=True))
+    # What the train offers passes the preflight (check mode: a pinned version's install is
+    # test_pinned_version_then_release_train_through_throttling_and_transient_errors).
+    ok = run(ext_args(version=previous, preflight=True), check=True)
     assert ok.rc == 0, ok.stdout[-3000:]
-    assert ok.result("Manage the Kueue extension")["preflight"]["offered_versions"] == [previous]
+    res = ok.result("Manage the Kueue extension")
+    assert res["changed"] is True and res["operation"] == "created"
+    assert res["preflight"]["ran"] is True and res["preflight"]["offered_versions"] == [previous]
+    assert writes(ctl) == []
 
 
 def test_unreadable_offered_versions_warn_and_leave_the_version_to_arm(arm, no_extension):
@@ -241,16 +261,6 @@ def test_unreadable_offered_versions_warn_and_leave_the_version_to_arm(arm, no_e
     assert writes(ctl) == []
 
 
-def test_kubeconfig_file_is_rewritten_only_when_it_differs(arm, no_extension, tmp_path):
-    dest = str(tmp_path / "user.kubeconfig")
-    args = ext_args(kubeconfig_dest=dest, preflight=False)
-    first = run(args)
-    assert first.rc == 0 and first.changed == 1, first.stdout[-3000:]
-    again = run(args)
-    assert again.rc == 0, again.stdout[-3000:]
-    assert again.changed == 0, "the kubeconfig file was rewritten"
-
-
 @pytest.mark.parametrize("properties,needle", [
     ({"kubernetesVersion": "1.33.7", "currentKubernetesVersion": "1.33.7"}, "Kubernetes 1.33.7"),
     ({"sku": {"name": "Automatic", "tier": "Standard"}}, "AKS Automatic"),
@@ -265,20 +275,6 @@ def test_preflight_refuses_before_any_put(arm, arm_control, properties, needle):
         assert needle in msg and "Fix:" in msg and "preflight failed" in msg
     assert writes(arm_control) == []
     assert arm_control.extensions() == []
-
-
-def test_throttling_and_transient_errors_are_retried(arm, no_extension):
-    ctl = no_extension
-    ctl.fault(500, count=2, method="GET", path="/managedClusters/")
-    ctl.fault(429, count=2, method="PUT", path="/extensions/", retry_after=1)
-    res = run(ext_args(preflight=False))
-    assert res.rc == 0, res.stdout[-3000:]
-    assert res.result("Manage the Kueue extension")["extension"]["properties"]["provisioningState"] == "Succeeded"
-    puts = [r["status"] for r in ctl.requests(method="PUT", path="/extensions/")]
-    assert puts[:2] == [429, 429] and puts[2] in (200, 201)
-    cluster_gets = [r["status"] for r in ctl.requests(method="GET", path="/managedClusters/")
-                    if "/extensions/" not in r["path"]]
-    assert cluster_gets[:3] == [500, 500, 200]
 
 
 def test_failed_provisioning_reports_error_info(arm, no_extension):
