@@ -165,53 +165,16 @@ def test_bad_input_fails_before_helm_runs(cluster, kube):
     assert json.loads(helm(cluster, os.environ["HELM_V3"], "list", "-A", "-o", "json").stdout or "[]") == []
 
 
-def test_verify_fails_with_the_reason(cluster, kube):
-    env = helm_env(os.environ["HELM_V3"])
-    install = run_playbook(SITE, env=env)
-    assert install.rc == 0, install.stdout[-3000:]
-    apps = client.AppsV1Api(kube)
-    verify_args = {"install_method": "helm", "timeout": 20}
-    try:
-        # The manager stopped (and held stopped): the deployment check fails and says why.
-        open(cluster.path("agent", "hold"), "w").close()
-        with open(cluster.path("agent", "managers.json")) as handle:
-            pid = next(iter(json.load(handle).values()))["pid"]
-        os.kill(pid, signal.SIGKILL)
-        wait_for("deployment unready", lambda: not (apps.read_namespaced_deployment(
-            "kueue-controller-manager", "kueue-system").status.ready_replicas or 0))
-        stopped = run_playbook(module_play("kueue_verify", verify_args, name="Verify"))
-        assert stopped.rc != 0
-        res = stopped.result("Verify")
-        assert "deployment/kueue-controller-manager" in res["failed_checks"]
-        assert "webhook-roundtrip" in res["failed_checks"]
-        assert "0/1 ready" in res["msg"] and "HeldByHarness" in res["msg"]
-    finally:
-        os.unlink(cluster.path("agent", "hold"))
-    recovered = run_playbook(module_play("kueue_verify", dict(verify_args, timeout=180), name="Verify"))
-    assert recovered.rc == 0, recovered
-
-    # A missing CRD.
-    client.ApiextensionsV1Api(kube).delete_custom_resource_definition("topologies.kueue.x-k8s.io")
-    wait_for("CRD gone", lambda: "topologies.kueue.x-k8s.io" not in kueue_crds(kube))
-    missing = run_playbook(module_play("kueue_verify", dict(verify_args, wait=False), name="Verify"))
-    assert missing.rc != 0
-    res = missing.result("Verify")
-    assert res["failed_checks"] == ["crds"] and "missing: topologies" in res["msg"]
-
-    # Report mode: the same failure, returned instead of failing the play.
-    report = run_playbook(module_play("kueue_verify", dict(verify_args, wait=False, fail_on_error=False), name="Verify"))
-    assert report.rc == 0 and report.result("Verify")["ok"] is False
-
-    done = run_playbook(uninstall_play())
-    assert done.rc == 0, done
-
-
-def test_a_chart_value_option_from_its_role_variable_to_the_pods_the_rerun_and_drift(cluster, kube):
+def test_a_chart_value_option_to_the_pods_the_rerun_and_drift_then_verify_fails_with_the_reason(cluster, kube):
     """Issue 42, item 4: a Helm option added as kueue_helm's spec, code and documentation only (manager_priority_class,
     the chart's controllerManager.manager.priorityClassName) works through its role variable, which nothing but
     hack/gen_role_specs.py wrote: site.yml with kueue_helm_manager_priority_class installs Kueue with it (the real
     API server's Priority admission gives the manager's Pods that class's priority), the re-run changes nothing,
-    status.yml declaring it finds no drift, and declaring the install without it names the chart value that differs."""
+    status.yml declaring it finds no drift, and declaring the install without it names the chart value that differs.
+
+    Then, on the same install, kueue_verify fails with the reason: the manager stopped (and held stopped) fails the
+    deployment and webhook checks and says why, released it passes again; a missing CRD fails the crds check alone;
+    report mode returns the same failure instead of failing the play."""
     status = os.path.join(os.path.dirname(SITE), "status.yml")
     flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "pc-default"},
               "spec": {}}
@@ -243,6 +206,46 @@ def test_a_chart_value_option_from_its_role_variable_to_the_pods_the_rerun_and_d
         assert found["drift"] is True and found["install"]["differences"] == [{
             "source": "helm values", "key": "controllerManager.manager", "declared": "(absent)",
             "live": {"priorityClassName": "system-cluster-critical"}}], found["install"]
+
+        verify_fails_with_the_reason(cluster, kube)
     finally:
+        if os.path.exists(cluster.path("agent", "hold")):
+            os.unlink(cluster.path("agent", "hold"))
         done = run_playbook(uninstall_play())
         assert done.rc == 0, done
+
+
+def verify_fails_with_the_reason(cluster, kube):
+    """kueue_verify on an installed Kueue made unhealthy, two ways: each failure names its check and its cause."""
+    apps = client.AppsV1Api(kube)
+    verify_args = {"install_method": "helm", "timeout": 20}
+    # The manager stopped (and held stopped): the deployment check fails and says why.
+    open(cluster.path("agent", "hold"), "w").close()
+    try:
+        with open(cluster.path("agent", "managers.json")) as handle:
+            pid = next(iter(json.load(handle).values()))["pid"]
+        os.kill(pid, signal.SIGKILL)
+        wait_for("deployment unready", lambda: not (apps.read_namespaced_deployment(
+            "kueue-controller-manager", "kueue-system").status.ready_replicas or 0))
+        stopped = run_playbook(module_play("kueue_verify", verify_args, name="Verify"))
+        assert stopped.rc != 0
+        res = stopped.result("Verify")
+        assert "deployment/kueue-controller-manager" in res["failed_checks"]
+        assert "webhook-roundtrip" in res["failed_checks"]
+        assert "0/1 ready" in res["msg"] and "HeldByHarness" in res["msg"]
+    finally:
+        os.unlink(cluster.path("agent", "hold"))
+    recovered = run_playbook(module_play("kueue_verify", dict(verify_args, timeout=180), name="Verify"))
+    assert recovered.rc == 0, recovered
+
+    # A missing CRD.
+    client.ApiextensionsV1Api(kube).delete_custom_resource_definition("topologies.kueue.x-k8s.io")
+    wait_for("CRD gone", lambda: "topologies.kueue.x-k8s.io" not in kueue_crds(kube))
+    missing = run_playbook(module_play("kueue_verify", dict(verify_args, wait=False), name="Verify"))
+    assert missing.rc != 0
+    res = missing.result("Verify")
+    assert res["failed_checks"] == ["crds"] and "missing: topologies" in res["msg"]
+
+    # Report mode: the same failure, returned instead of failing the play.
+    report = run_playbook(module_play("kueue_verify", dict(verify_args, wait=False, fail_on_error=False), name="Verify"))
+    assert report.rc == 0 and report.result("Verify")["ok"] is False
