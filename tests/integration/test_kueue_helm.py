@@ -209,8 +209,6 @@ def test_a_chart_value_option_to_the_pods_the_rerun_and_drift_then_verify_fails_
 
         verify_fails_with_the_reason(cluster, kube)
     finally:
-        if os.path.exists(cluster.path("agent", "hold")):
-            os.unlink(cluster.path("agent", "hold"))
         done = run_playbook(uninstall_play())
         assert done.rc == 0, done
 
