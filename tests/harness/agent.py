@@ -8,7 +8,7 @@ ConfigMap and args. The Pod's Ready condition follows the process's /readyz, so
 the Deployment's readiness as the API server reports it is the real process's.
 
 Fix-ups that a kubelet + CNI would make unnecessary, re-applied on every pass
-(so a Helm upgrade that reverts them is corrected within STEADY seconds, 2):
+(so a Helm upgrade that reverts them is corrected within FIXUP_STEADY seconds, 2):
 - the webhook server binds the webhook Service's ClusterIP:port, which the
   harness allocates from a range inside 127.0.0.0/8;
 - the certificate that Kueue's internal cert management writes into its Secret
@@ -51,9 +51,14 @@ from .files import write_if_changed
 NODE = "kueueops-local"
 VISIBILITY_GROUP_SUFFIX = "visibility.kueue.x-k8s.io"
 BACKOFF = (2, 5, 10, 20, 40)
-# The loop's pace: FAST while anything moves and for BUSY_SECONDS after, STEADY when all is still; the wait between
-# passes looks at the drill flags and the processes every TICK. WATCH_SECONDS: one pod watch's length.
-FAST, STEADY, BUSY_SECONDS, TICK, WATCH_SECONDS = 0.5, 2.0, 5.0, 0.25, 300
+# The loop's pace: FAST while anything moves and for BUSY_SECONDS after; when all is still, every STEADY seconds, a
+# kubelet's default readinessProbe periodSeconds (and the Kueue chart's), or every FIXUP_STEADY seconds while a
+# manager runs whose visibility APIServices the agent deletes (fixups: a Helm upgrade recreates them without a Pod
+# event). The wait between passes looks at the drill flags and the processes every TICK, and a Pod event wakes it
+# (the pod watch). NODE_HEARTBEAT: how often the Node's Ready condition is renewed (no movement: it keeps the pace
+# steady). WATCH_SECONDS: one pod watch's length.
+FAST, STEADY, FIXUP_STEADY, BUSY_SECONDS, TICK = 0.5, 10.0, 2.0, 5.0, 0.25
+NODE_HEARTBEAT, WATCH_SECONDS = 20, 300
 # The image of the kueue-extension Deployment that tests/emulators/arm installs.
 EXTENSION_IMAGE = "kueueops.local/aks/kueue-extension:"
 
@@ -539,6 +544,7 @@ class Agent:
         self.blocked = set()  # Service addresses a drill keeps unproxied (agent/block-visibility)
         self.stopping = False
         self.wake = threading.Event()
+        self.node_since = now()  # the Node's Ready since the agent started: its lastTransitionTime
 
     def remember(self, uid, pid, marker):
         self.pids[uid] = {"pid": pid, "marker": marker}
@@ -581,7 +587,7 @@ class Agent:
         self.api.merge("/api/v1/nodes/%s/status" % NODE, {"status": {
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                             "message": "kueueops harness node agent", "lastHeartbeatTime": now(),
-                            "lastTransitionTime": now()}],
+                            "lastTransitionTime": self.node_since}],
             "capacity": {"cpu": "64", "memory": "256Gi", "pods": "110"},
             "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
             "nodeInfo": {"kubeletVersion": "kueueops-agent", "architecture": "amd64", "operatingSystem": "linux",
@@ -601,10 +607,14 @@ class Agent:
             })
             log("bound %s/%s" % (pod["metadata"]["namespace"], pod["metadata"]["name"]))
 
+    def without_visibility(self) -> bool:
+        """A Kueue manager runs without the visibility API (fixups() deletes its APIServices)."""
+        return any(m.kueue and m.proc and not m.visibility for m in self.managers.values())
+
     def fixups(self):
         """Managers that cannot serve the visibility API run without it; then its APIServices
         would break discovery for every client, so they go."""
-        if not any(m.kueue and m.proc and not m.visibility for m in self.managers.values()):
+        if not self.without_visibility():
             return
         services = self.api.get("/apis/apiregistration.k8s.io/v1/apiservices") or {"items": []}
         for item in services["items"]:
@@ -683,6 +693,10 @@ class Agent:
                 return False
         return True
 
+    def steady(self) -> float:
+        """The pace once all is still: FIXUP_STEADY while fixups() has APIServices to keep deleted, else STEADY."""
+        return FIXUP_STEADY if self.without_visibility() else STEADY
+
     def flags(self) -> tuple:
         return tuple(os.path.exists(os.path.join(self.folder, "agent", name)) for name in ("hold", "block-visibility"))
 
@@ -719,17 +733,18 @@ class Agent:
         while not self.stopping:
             writes = self.api.writes
             try:
-                if time.time() - last_node > 20:
+                if time.time() - last_node > NODE_HEARTBEAT:
                     self.ensure_node()
                     last_node = time.time()
+                    writes = self.api.writes  # the Node's heartbeat moves nothing
                 self.pass_once()
             except Exception as exc:  # noqa: BLE001 - the agent must keep going; the log says what failed
                 log("pass failed: %r" % (exc,))
             # A pass every FAST seconds while anything moves (a write, a Pod event, a drill flag, a process that
-            # exited, a manager not ready), every STEADY seconds once all is still.
+            # exited, a manager not ready), every STEADY (FIXUP_STEADY) seconds once all is still.
             if self.api.writes != writes or not self.settled():
                 busy_until = time.monotonic() + BUSY_SECONDS
-            end = time.monotonic() + (FAST if time.monotonic() < busy_until else STEADY)
+            end = time.monotonic() + (FAST if time.monotonic() < busy_until else self.steady())
             while not self.stopping and time.monotonic() < end:
                 woken = self.wake.wait(min(TICK, max(0.0, end - time.monotonic())))
                 now_flags = self.flags()
