@@ -23,9 +23,11 @@ waiting on controllers and on ansible-playbook, so two workers use the two cores
   with the processes that used it (ansible-playbook, with its modules, counted apart: its runs and CPU seconds, from
   tests/integration/ansible.py), and keeps them in ``$KUEUEOPS_CACHE/test-cpu-ansible-<minor>.json``: on a
   CPU-bound machine that is where a shorter CI has to come from (docs/dev/ci-time.md).
-- **The module processes' bytecode.** The controller installs tests/zipimport_cache.py in the venv and points
-  ``KUEUEOPS_ZIPIMPORT_CACHE`` at ``$KUEUEOPS_RUN_DIR-zipimport``: the module processes of the run's ansible-playbook
-  take the code of the AnsiballZ sources from there instead of compiling them each time (the same code runs).
+- **The module processes' bytecode and the AnsiballZ payloads.** The controller installs tests/zipimport_cache.py in
+  the venv and points ``KUEUEOPS_ZIPIMPORT_CACHE`` at ``$KUEUEOPS_RUN_DIR-zipimport``: the module processes of the
+  run's ansible-playbook take the code of the AnsiballZ sources from there instead of compiling them each time, and
+  the ansible-playbook runs take the payloads ansible-core built in an earlier run of the same sources instead of
+  building them again (the same code runs).
 """
 from __future__ import annotations
 
@@ -65,10 +67,11 @@ def _worker_run_dir() -> None:
 
 ZIPIMPORT_CACHE_MODULE = "_kueueops_zipimport_cache"
 ZIPIMPORT_CACHE_LIMIT = 2000
+PAYLOAD_CACHE_LIMIT = 40  # entries of ansiballz/: a key folder and its lock file for each set of sources
 
 
 def _zipimport_cache() -> None:
-    """The module processes' bytecode cache (tests/zipimport_cache.py): install it in this venv's site-packages
+    """The module processes' bytecode and payload caches (tests/zipimport_cache.py): install it in this venv's site-packages
     (its file and a ``.pth`` line that imports it at start-up; rewritten only when they differ) and point
     ``KUEUEOPS_ZIPIMPORT_CACHE`` at ``$KUEUEOPS_RUN_DIR-zipimport``, one folder for the run's workers. Runs once in
     the controller, before the workers start (they inherit the variable) and in a serial run; a variable already set
@@ -87,12 +90,16 @@ def _zipimport_cache() -> None:
         write_if_changed(os.path.join(site, name), content, 0o644)
     base = os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
     folder = os.environ.setdefault("KUEUEOPS_ZIPIMPORT_CACHE", base + "-zipimport")
-    # A run leaves about 120 entries (2 MB); a checkout's folder that has kept many versions of the sources is emptied
-    # (it fills again as the run's module processes compile).
-    if folder and os.path.isdir(folder) and len(os.listdir(folder)) > ZIPIMPORT_CACHE_LIMIT:
+    # A run leaves about 120 entries (2 MB) and one payload folder (ansiballz/<key>, about 5 MB) per set of sources; a
+    # checkout's folder that has kept many versions of the sources is emptied (it fills again as the run goes).
+    if folder and os.path.isdir(folder):
         import shutil
 
-        shutil.rmtree(folder, ignore_errors=True)
+        payloads = os.path.join(folder, "ansiballz")
+        if len(os.listdir(folder)) > ZIPIMPORT_CACHE_LIMIT:
+            shutil.rmtree(folder, ignore_errors=True)
+        elif os.path.isdir(payloads) and len(os.listdir(payloads)) > PAYLOAD_CACHE_LIMIT:
+            shutil.rmtree(payloads, ignore_errors=True)
 
 
 _zipimport_cache()
