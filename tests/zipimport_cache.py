@@ -117,18 +117,18 @@ def _patch_module_common(module_common, folder):
         def __getattr__(self, name):
             return getattr(real_constants, name)
 
+    import fcntl
+
     constants = Constants()
     lock_path = constants.DEFAULT_LOCAL_TMP + '.lock'
+    os.makedirs(os.path.dirname(lock_path), exist_ok=True)
 
     def find_module_utils(*args, **kwargs):
         module_path = kwargs.get('module_path', args[2] if len(args) > 2 else '')
         if not os.path.realpath(module_path or '').startswith(covered):
             return real_find(*args, **kwargs)
-        import fcntl
-
         # ansible-core locks the building of an entry between the workers of one run only before 2.19 (and all
         # of them write it through the same '-part' file): one build at a time across the runs sharing the folder.
-        os.makedirs(os.path.dirname(lock_path), exist_ok=True)
         with open(lock_path, 'a') as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             module_common.C = constants
