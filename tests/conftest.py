@@ -28,6 +28,11 @@ waiting on controllers and on ansible-playbook, so two workers use the two cores
   run's ansible-playbook take the code of the AnsiballZ sources from there instead of compiling them each time, and
   the ansible-playbook runs take the payloads ansible-core built in an earlier run of the same sources instead of
   building them again (the same code runs).
+- **The module processes' imports.** The controller also installs tests/module_zygote.py in the venv; each worker (or
+  a serial run) starts its server, which imports ansible-core's ``basic`` and the libraries the modules use once,
+  and points ``KUEUEOPS_MODULE_ZYGOTE`` at it: its runs' module processes are forked from it instead of importing
+  them again (the module and the collection's module_utils still come from the payload). ``KUEUEOPS_MODULE_ZYGOTE=``
+  turns it off.
 """
 from __future__ import annotations
 
@@ -66,6 +71,8 @@ def _worker_run_dir() -> None:
 
 
 ZIPIMPORT_CACHE_MODULE = "_kueueops_zipimport_cache"
+ZYGOTE_MODULE = "_kueueops_module_zygote"
+ZYGOTE_VARIABLE = "KUEUEOPS_MODULE_ZYGOTE"
 ZIPIMPORT_CACHE_LIMIT = 2000
 PAYLOAD_CACHE_LIMIT = 40  # entries of ansiballz/: a key folder and its lock file for each set of sources
 
@@ -83,11 +90,10 @@ def _zipimport_cache() -> None:
     from tests.harness.files import write_if_changed
 
     site = sysconfig.get_paths()["purelib"]
-    with open(os.path.join(REPO, "tests", "zipimport_cache.py"), "rb") as handle:
-        wanted = {ZIPIMPORT_CACHE_MODULE + ".py": handle.read(),
-                  ZIPIMPORT_CACHE_MODULE + ".pth": b"import " + ZIPIMPORT_CACHE_MODULE.encode() + b"\n"}
-    for name, content in wanted.items():
-        write_if_changed(os.path.join(site, name), content, 0o644)
+    for module, source in ((ZIPIMPORT_CACHE_MODULE, "zipimport_cache.py"), (ZYGOTE_MODULE, "module_zygote.py")):
+        with open(os.path.join(REPO, "tests", source), "rb") as handle:
+            write_if_changed(os.path.join(site, module + ".py"), handle.read(), 0o644)
+        write_if_changed(os.path.join(site, module + ".pth"), b"import " + module.encode() + b"\n", 0o644)
     base = os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
     folder = os.environ.setdefault("KUEUEOPS_ZIPIMPORT_CACHE", base + "-zipimport")
     # A run leaves about 120 entries (2 MB) and one payload folder (ansiballz/<key>, about 5 MB) per set of sources; a
@@ -104,6 +110,38 @@ def _zipimport_cache() -> None:
 
 _zipimport_cache()
 _worker_run_dir()
+
+_ZYGOTE: dict = {}
+
+
+def _start_zygote() -> None:
+    """The module processes' server of this worker or serial run (tests/module_zygote.py), unless
+    ``KUEUEOPS_MODULE_ZYGOTE`` is set (empty: off). Its name is the worker's pid; its errors go to
+    ``$KUEUEOPS_RUN_DIR-zygote.log``. A server that is not there (it failed, or ended) only means fresh module
+    processes."""
+    if ZYGOTE_VARIABLE in os.environ:
+        return
+    import subprocess
+    import sys
+
+    name = "kueueops-zygote-%d" % os.getpid()
+    run_dir = os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
+    with open(run_dir + "-zygote.log", "ab") as log:
+        _ZYGOTE["process"] = subprocess.Popen(
+            [sys.executable, "-c", "import %s as z; z.serve(%r)" % (ZYGOTE_MODULE, name)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True, cwd=REPO)
+    os.environ[ZYGOTE_VARIABLE] = name
+
+
+def _stop_zygote() -> None:
+    process = _ZYGOTE.pop("process", None)
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except Exception:  # pylint: disable=broad-except
+            process.kill()
+            process.wait()
 
 
 def _file_of(nodeid: str) -> str:
@@ -281,8 +319,15 @@ def pytest_configure(config):
     from tests.harness.cluster import GOGC
 
     os.environ.setdefault("GOGC", GOGC)
+    if _WORKER or not getattr(config.option, "numprocesses", None):
+        _start_zygote()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminated)
+
+
+def pytest_unconfigure(config):
+    """The module processes' server ends with its worker (it would within seconds anyway: tests/module_zygote.py)."""
+    _stop_zygote()
 
 
 def pytest_runtest_logstart(nodeid, location):

@@ -1,0 +1,132 @@
+"""tests/module_zygote.py: a program handed to the server runs as a fresh ``python`` would run it (its output, exit
+status, traceback, environment, working directory, umask, atexit and signals), and a process the server must refuse
+runs fresh. tests/conftest.py installs the file in this venv (``_kueueops_module_zygote``, started by its ``.pth``)."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+MODULE = "_kueueops_module_zygote"
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A server of this venv of its own (the worker's, if any, is left alone); its name."""
+    name = "kueueops-zygote-test-%d" % os.getpid()
+    process = subprocess.Popen([sys.executable, "-c", "import %s as z; z.serve(%r)" % (MODULE, name)],
+                               stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect("\0" + name)
+            break
+        except OSError:
+            assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        finally:
+            probe.close()
+    yield name
+    process.terminate()
+    process.wait(10)
+
+
+def run(program, zygote, env=None, cwd=None, **kwargs):
+    """``python`` with ``program`` on standard input, through the server ``zygote`` ('' for none)."""
+    full_env = dict(os.environ, KUEUEOPS_MODULE_ZYGOTE=zygote, **(env or {}))
+    return subprocess.run([sys.executable], input=textwrap.dedent(program), capture_output=True, text=True,
+                          env=full_env, cwd=cwd, timeout=60, **kwargs)
+
+
+PROGRAM = """
+    import atexit, os, sys
+    atexit.register(lambda: print("atexit ran"))
+    print(sys.argv, os.getcwd(), os.environ.get("ZYGOTE_TEST"), oct(os.umask(0o22)), __name__)
+    sys.stderr.write("to stderr\\n")
+    {end}
+"""
+
+
+@pytest.mark.parametrize("end,status", [
+    ("pass", 0),
+    ("sys.exit(3)", 3),
+    ("sys.exit('a message')", 1),
+    ("raise ValueError('boom')", 1),
+    ("sys.stdout.write('unflushed'); os._exit(4)", 4),
+])
+def test_a_program_runs_as_a_fresh_python_runs_it(server, tmp_path, end, status):
+    program = PROGRAM.format(end=end)
+    fresh = run(program, "", env={"ZYGOTE_TEST": "x"}, cwd=tmp_path)
+    forked = run(program, server, env={"ZYGOTE_TEST": "x"}, cwd=tmp_path)
+    assert fresh.returncode == status
+    assert (forked.returncode, forked.stdout) == (fresh.returncode, fresh.stdout)
+    # the traceback names the same lines of <stdin>
+    assert forked.stderr == fresh.stderr
+
+
+def test_the_program_runs_in_a_child_of_the_server_and_a_refused_one_runs_fresh(server):
+    program = "import os; print(os.getppid(), os.getpid())"
+    forked = run(program, server)
+    with open("/proc/%s/comm" % forked.stdout.split()[0]) as handle:
+        assert handle.read().strip() == "module-zygote"
+    # UNIXCONFDIR is read when ansible-core's basic is imported (its distro module): another value is refused
+    refused = run(program, server, env={"UNIXCONFDIR": "/elsewhere"})
+    with open("/proc/%s/comm" % refused.stdout.split()[0]) as handle:
+        assert handle.read().strip() != "module-zygote"
+    # without the variable: never handed over
+    fresh = run(program, "")
+    assert fresh.stdout.split()[0] != forked.stdout.split()[0]
+
+
+def test_a_signal_to_the_process_reaches_the_child(server, tmp_path):
+    marker = tmp_path / "pid"
+    program = """
+        import os, sys, time
+        open(%r, "w").write(str(os.getpid()))
+        time.sleep(60)
+    """ % str(marker)
+    process = subprocess.Popen([sys.executable], stdin=subprocess.PIPE, text=True,
+                               env=dict(os.environ, KUEUEOPS_MODULE_ZYGOTE=server))
+    process.stdin.write(textwrap.dedent(program))
+    process.stdin.close()
+    deadline = time.monotonic() + 30
+    while not marker.exists() or not marker.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    child = int(marker.read_text())
+    assert child != process.pid
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(30) == -signal.SIGTERM
+    deadline = time.monotonic() + 10
+    while os.path.exists("/proc/%d" % child):
+        assert time.monotonic() < deadline, "the child outlived the process that handed itself over"
+        time.sleep(0.05)
+
+
+def test_the_child_dies_with_the_process_that_handed_itself_over(server, tmp_path):
+    marker = tmp_path / "pid"
+    program = """
+        import os, time
+        open(%r, "w").write(str(os.getpid()))
+        time.sleep(60)
+    """ % str(marker)
+    process = subprocess.Popen([sys.executable], stdin=subprocess.PIPE, text=True,
+                               env=dict(os.environ, KUEUEOPS_MODULE_ZYGOTE=server))
+    process.stdin.write(textwrap.dedent(program))
+    process.stdin.close()
+    deadline = time.monotonic() + 30
+    while not marker.exists() or not marker.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    child = int(marker.read_text())
+    process.kill()
+    process.wait(30)
+    deadline = time.monotonic() + 10
+    while os.path.exists("/proc/%d" % child) and "Z" not in open("/proc/%d/stat" % child).read().split()[2]:
+        assert time.monotonic() < deadline, "the child outlived a SIGKILL of the process that handed itself over"
+        time.sleep(0.05)
