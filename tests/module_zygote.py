@@ -212,8 +212,8 @@ def _receive(conn):
 
 
 def _run_child(request, fds, conn):
-    """In the forked child: become the module process of ``request`` and run its program (never returns)."""
-    import atexit
+    """In the forked child: become the module process of ``request`` and run its program; raises the SystemExit
+    that ends this process as the program's end would end ``python``."""
     import builtins
     import importlib.machinery
     import signal
@@ -266,12 +266,9 @@ def _run_child(request, fds, conn):
     except BaseException:  # pylint: disable=broad-except
         _excepthook()
         status = 1
-    try:
-        threading._shutdown()  # pylint: disable=protected-access
-        atexit._run_exitfuncs()  # pylint: disable=protected-access
-    except SystemExit as exc:
-        status = _exit_status(exc)
-    os._exit(_finish(status))
+    # The end of a Python program: the interpreter's own (threads joined, atexit, the standard streams flushed, 120
+    # if that fails, the modules' objects finalized, so an unclosed file is flushed as in a fresh process).
+    raise SystemExit(status)
 
 
 def _excepthook():
@@ -377,21 +374,18 @@ def _accept(listener, read, running, server_fds):
             pass
         conn.close()
         return
-    if pid == 0:
-        try:
-            import signal
-            signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            listener_, selector, wake_r, wake_w = server_fds
-            selector.close()
-            listener_.close()
-            os.close(wake_r)
-            os.close(wake_w)
-            for other in running.values():
-                other.close()
-            _run_child(request, fds, conn)
-        finally:
-            os._exit(70)
+    if pid == 0:  # the child leaves the server's loop only by the SystemExit that ends its program
+        import signal
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        listener_, selector, wake_r, wake_w = server_fds
+        selector.close()
+        listener_.close()
+        os.close(wake_r)
+        os.close(wake_w)
+        for other in running.values():
+            other.close()
+        _run_child(request, fds, conn)
     for fd in fds:
         os.close(fd)
     running[pid] = conn

@@ -69,6 +69,21 @@ def test_a_program_runs_as_a_fresh_python_runs_it(server, tmp_path, end, status)
     assert forked.stderr == fresh.stderr
 
 
+def test_the_end_of_the_program_is_pythons_own(server, tmp_path):
+    """Threads are joined, and an unclosed file is flushed when the interpreter finalizes the program's objects."""
+    program = """
+        import threading, time
+        handle = open(%r, "w")
+        handle.write("written, never closed")
+        threading.Thread(target=lambda: (time.sleep(0.3), print("thread done"))).start()
+    """
+    for name, zygote in (("fresh", ""), ("forked", server)):
+        path = tmp_path / name
+        result = run(program % str(path), zygote)
+        assert (result.returncode, result.stdout, result.stderr) == (0, "thread done\n", "")
+        assert path.read_text() == "written, never closed"
+
+
 def test_the_program_runs_in_a_child_of_the_server_and_a_refused_one_runs_fresh(server):
     program = "import os; print(os.getppid(), os.getpid())"
     forked = run(program, server)
