@@ -18,7 +18,8 @@ child that runs the module (the way Mitogen runs Ansible's modules, and Android 
   starts as Python always does, and so does a module process the server refuses.
 - The server refuses a process of another Python (``sys.prefix``, version) or whose environment differs in any
   variable the preloaded libraries read when imported (recorded while importing them) or in one that decides how
-  Python starts (``PYTHON*``, ``LANG``, ``LC_*``): such a process runs fresh.
+  Python starts (``PYTHON*``, ``LANG``, ``LC_*``, and the bytecode cache's ``KUEUEOPS_ZIPIMPORT_CACHE``): such a
+  process runs fresh.
 - Otherwise it forks. The child takes the descriptors as 0, 1 and 2, the environment (``os.environ``: what the module
   and its helm processes see), working directory, umask and process group, reads the program from standard input
   and runs it as ``__main__`` as ``python`` would: ``sys.argv`` ``['']``, ``SystemExit`` and uncaught exceptions
@@ -57,8 +58,10 @@ _HEADER = 8  # one kind byte and an int32, network order: b'P' the child's pid, 
 
 
 def _startup_env(env):
-    """The variables that decide how Python starts (and so what the server's interpreter already is)."""
-    return {k: v for k, v in env.items() if k.startswith(('PYTHON', 'LC_')) or k == 'LANG'}
+    """The variables that decide how Python starts (and so what the server's interpreter already is), with the
+    bytecode cache's folder, which tests/zipimport_cache.py reads at start-up."""
+    return {k: v for k, v in env.items()
+            if k.startswith(('PYTHON', 'LC_')) or k in ('LANG', 'KUEUEOPS_ZIPIMPORT_CACHE')}
 
 
 def _message(kind, value=0):

@@ -84,7 +84,7 @@ def test_the_end_of_the_program_is_pythons_own(server, tmp_path):
         assert path.read_text() == "written, never closed"
 
 
-def test_the_program_runs_in_a_child_of_the_server_and_a_refused_one_runs_fresh(server):
+def test_the_program_runs_in_a_child_of_the_server_and_a_refused_one_runs_fresh(server, tmp_path):
     program = "import os; print(os.getppid(), os.getpid())"
     forked = run(program, server)
     with open("/proc/%s/comm" % forked.stdout.split()[0]) as handle:
@@ -92,6 +92,10 @@ def test_the_program_runs_in_a_child_of_the_server_and_a_refused_one_runs_fresh(
     # UNIXCONFDIR is read when ansible-core's basic is imported (its distro module): another value is refused
     refused = run(program, server, env={"UNIXCONFDIR": "/elsewhere"})
     with open("/proc/%s/comm" % refused.stdout.split()[0]) as handle:
+        assert handle.read().strip() != "module-zygote"
+    # nor one with another bytecode cache (tests/zipimport_cache.py reads its folder at start-up)
+    elsewhere = run(program, server, env={"KUEUEOPS_ZIPIMPORT_CACHE": str(tmp_path / "elsewhere")})
+    with open("/proc/%s/comm" % elsewhere.stdout.split()[0]) as handle:
         assert handle.read().strip() != "module-zygote"
     # without the variable: never handed over
     fresh = run(program, "")
