@@ -366,5 +366,6 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line("by process: " + ", ".join(
         "%s %.0f" % (k, v) for k, v in sorted(by.items(), key=lambda item: -item[1]) if v >= 1))
     if runs:
-        terminalreporter.write_line("ansible-playbook: %d runs, %.0f CPU s (%.1f CPU s a run, its modules included)" % (
-            runs, spent, spent / runs))
+        terminalreporter.write_line("ansible-playbook: %d runs, %.0f CPU s (%.1f CPU s a run, with the modules that ran"
+                                    " fresh; those forked by the worker's server count as module-zygote)" % (
+                                        runs, spent, spent / runs))
