@@ -102,32 +102,8 @@ def test_the_program_runs_in_a_child_of_the_server_and_a_refused_one_runs_fresh(
     assert fresh.stdout.split()[0] != forked.stdout.split()[0]
 
 
-def test_a_signal_to_the_process_reaches_the_child(server, tmp_path):
-    marker = tmp_path / "pid"
-    program = """
-        import os, sys, time
-        open(%r, "w").write(str(os.getpid()))
-        time.sleep(60)
-    """ % str(marker)
-    process = subprocess.Popen([sys.executable], stdin=subprocess.PIPE, text=True,
-                               env=dict(os.environ, KUEUEOPS_MODULE_ZYGOTE=server))
-    process.stdin.write(textwrap.dedent(program))
-    process.stdin.close()
-    deadline = time.monotonic() + 30
-    while not marker.exists() or not marker.read_text():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    child = int(marker.read_text())
-    assert child != process.pid
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(30) == -signal.SIGTERM
-    deadline = time.monotonic() + 10
-    while os.path.exists("/proc/%d" % child):
-        assert time.monotonic() < deadline, "the child outlived the process that handed itself over"
-        time.sleep(0.05)
-
-
-def test_the_child_dies_with_the_process_that_handed_itself_over(server, tmp_path):
+def sleeping_child(server, tmp_path):
+    """A process handed to ``server`` whose program sleeps: (the process, the pid of the child that runs it)."""
     marker = tmp_path / "pid"
     program = """
         import os, time
@@ -143,9 +119,32 @@ def test_the_child_dies_with_the_process_that_handed_itself_over(server, tmp_pat
         assert time.monotonic() < deadline
         time.sleep(0.05)
     child = int(marker.read_text())
+    assert child != process.pid
+    return process, child
+
+
+def wait_gone(pid, message):
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with open("/proc/%d/stat" % pid) as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] == "Z":  # ended, not yet reaped by the server
+                    return
+        except FileNotFoundError:
+            return
+        assert time.monotonic() < deadline, message
+        time.sleep(0.05)
+
+
+def test_a_signal_to_the_process_reaches_the_child(server, tmp_path):
+    process, child = sleeping_child(server, tmp_path)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(30) == -signal.SIGTERM
+    wait_gone(child, "the child outlived the process that handed itself over")
+
+
+def test_the_child_dies_with_the_process_that_handed_itself_over(server, tmp_path):
+    process, child = sleeping_child(server, tmp_path)
     process.kill()
     process.wait(30)
-    deadline = time.monotonic() + 10
-    while os.path.exists("/proc/%d" % child) and "Z" not in open("/proc/%d/stat" % child).read().split()[2]:
-        assert time.monotonic() < deadline, "the child outlived a SIGKILL of the process that handed itself over"
-        time.sleep(0.05)
+    wait_gone(child, "the child outlived a SIGKILL of the process that handed itself over")
