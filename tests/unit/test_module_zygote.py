@@ -130,7 +130,7 @@ def wait_gone(pid, message):
             with open("/proc/%d/stat" % pid) as handle:
                 if handle.read().rsplit(")", 1)[1].split()[0] == "Z":  # ended, not yet reaped by the server
                     return
-        except FileNotFoundError:
+        except OSError:  # gone between two reads (ENOENT, or ESRCH from the folder of a process being reaped)
             return
         assert time.monotonic() < deadline, message
         time.sleep(0.05)
