@@ -28,10 +28,10 @@ import uuid
 from .kube import EXTENSION_DEPLOYMENT, MANAGER, ExtensionInstaller, KubeError
 
 EXTENSION_API_VERSIONS = ("2022-11-01", "2023-05-01", "2024-11-01", "2025-03-01")
-# managedClusters: the stable versions the azure-mgmt-containerservice releases of 2025-2026 use.
+# managedClusters: the stable versions the azure-mgmt-containerservice releases of 2025-2026 use (41.9.0: 2026-09-01).
 CLUSTER_API_VERSIONS = ("2024-09-01", "2024-10-01", "2025-01-01", "2025-02-01", "2025-03-01", "2025-04-01",
                         "2025-05-01", "2025-06-01", "2025-07-01", "2025-08-01", "2025-09-01", "2025-10-01",
-                        "2026-01-01", "2026-02-01", "2026-08-01")
+                        "2026-01-01", "2026-02-01", "2026-08-01", "2026-09-01")
 # Microsoft.KubernetesConfiguration/extensionTypes: ExtensionTypes_ClusterListVersions and _ClusterGetVersion
 # (the 2024-11-01-preview of azure-mgmt-kubernetesconfiguration-extensiontypes, and the stable 2026-04-01).
 EXTENSION_TYPES_API_VERSIONS = ("2024-11-01-preview", "2026-04-01")
