@@ -61,11 +61,16 @@ def _durations_file() -> str:
     return _cache_file("durations")
 
 
+def _run_dir() -> str:
+    """$KUEUEOPS_RUN_DIR as an absolute path (``.run`` of the checkout when unset)."""
+    return os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
+
+
 def _worker_run_dir() -> None:
     """$KUEUEOPS_RUN_DIR of this worker: the run folder of the run, suffixed with the worker's id (once)."""
     if not _WORKER:
         return
-    base = os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
+    base = _run_dir()
     if not base.endswith("-" + _WORKER):
         os.environ["KUEUEOPS_RUN_DIR"] = "%s-%s" % (base, _WORKER)
 
@@ -94,7 +99,7 @@ def _zipimport_cache() -> None:
         with open(os.path.join(REPO, "tests", source), "rb") as handle:
             write_if_changed(os.path.join(site, module + ".py"), handle.read(), 0o644)
         write_if_changed(os.path.join(site, module + ".pth"), b"import " + module.encode() + b"\n", 0o644)
-    base = os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
+    base = _run_dir()
     folder = os.environ.setdefault("KUEUEOPS_ZIPIMPORT_CACHE", base + "-zipimport")
     # A run leaves about 120 entries (2 MB) and one payload folder (ansiballz/<key>, about 5 MB) per set of sources; a
     # checkout's folder that has kept many versions of the sources is emptied (it fills again as the run goes).
@@ -125,8 +130,7 @@ def _start_zygote() -> None:
     import sys
 
     name = "kueueops-zygote-%d" % os.getpid()
-    run_dir = os.path.abspath(os.environ.get("KUEUEOPS_RUN_DIR") or os.path.join(REPO, ".run"))
-    with open(run_dir + "-zygote.log", "ab") as log:
+    with open(_run_dir() + "-zygote.log", "ab") as log:
         _ZYGOTE["process"] = subprocess.Popen(
             [sys.executable, "-c", "import %s as z; z.serve(%r)" % (ZYGOTE_MODULE, name)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True, cwd=REPO)

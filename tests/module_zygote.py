@@ -261,9 +261,9 @@ def _run_child(request, fds, conn):
         exec(compile(sys.stdin.buffer.read(), '<stdin>', 'exec'), main.__dict__)  # pylint: disable=exec-used
     except SystemExit as exc:
         status = _exit_status(exc)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Python prints it, flushes and ends by SIGINT
         _excepthook()
-        _finish()
+        _flush()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     except BaseException:  # pylint: disable=broad-except
@@ -296,14 +296,13 @@ def _exit_status(exc):
     return 1
 
 
-def _finish(status=0):
-    """Flush the standard streams as Python does at exit (120 if that fails)."""
+def _flush():
+    """Flush the standard streams as Python does at exit."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:  # pylint: disable=broad-except
-            status = 120 if status == 0 else status
-    return status
+            pass
 
 
 def serve(name):
@@ -348,16 +347,18 @@ def serve(name):
                 except BlockingIOError:
                     pass
             else:
-                _accept(listener, read, running, (listener, selector, wake_r, wake_w))
+                _accept(read, running, (listener, selector, wake_r, wake_w))
         _reap(running)
     for conn in running.values():
         conn.close()
 
 
-def _accept(listener, read, running, server_fds):
+def _accept(read, running, server_fds):
+    """Take one connection on the listener (``server_fds[0]``): refuse it, or fork the child that runs its program."""
     import socket
     import struct
 
+    listener, selector, wake_r, wake_w = server_fds
     conn, _addr = listener.accept()
     fds = []
     try:
@@ -365,7 +366,11 @@ def _accept(listener, read, running, server_fds):
         conn.settimeout(10)  # a module process sends its request at once; nothing else may hold the server
         request, fds = _receive(conn) if uid == os.getuid() else (None, None)
         conn.settimeout(None)
-        pid = -1 if request is None or _refusal(request, read) else os.fork()
+        refusal = 'no request (another user, or nothing sent)' if request is None else _refusal(request, read)
+        if refusal:  # in the server's log ($KUEUEOPS_RUN_DIR-zygote.log): why a module process ran fresh
+            sys.stderr.write('module zygote: refused a module process: %s\n' % refusal)
+            sys.stderr.flush()
+        pid = -1 if refusal else os.fork()
     except OSError:
         pid = -1
     if pid == -1:  # refused (or failed): the process starts as always, with its descriptors
@@ -381,9 +386,8 @@ def _accept(listener, read, running, server_fds):
         import signal
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        listener_, selector, wake_r, wake_w = server_fds
         selector.close()
-        listener_.close()
+        listener.close()
         os.close(wake_r)
         os.close(wake_w)
         for other in running.values():

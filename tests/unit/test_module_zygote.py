@@ -7,9 +7,10 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
+
+from tests.integration.kubeutil import wait_for
 
 MODULE = "_kueueops_module_zygote"
 
@@ -20,17 +21,13 @@ def server():
     name = "kueueops-zygote-test-%d" % os.getpid()
     process = subprocess.Popen([sys.executable, "-c", "import %s as z; z.serve(%r)" % (MODULE, name)],
                                stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
+
+    def listening():
+        assert process.poll() is None, "the server ended"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
             probe.connect("\0" + name)
-            break
-        except OSError:
-            assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
-        finally:
-            probe.close()
+        return True
+    wait_for("the server to listen", listening, timeout=60, interval=0.1)
     yield name
     process.terminate()
     process.wait(10)
@@ -114,26 +111,19 @@ def sleeping_child(server, tmp_path):
                                env=dict(os.environ, KUEUEOPS_MODULE_ZYGOTE=server))
     process.stdin.write(textwrap.dedent(program))
     process.stdin.close()
-    deadline = time.monotonic() + 30
-    while not marker.exists() or not marker.read_text():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    child = int(marker.read_text())
+    child = int(wait_for("the child's pid", marker.read_text, timeout=30, interval=0.05))
     assert child != process.pid
     return process, child
 
 
 def wait_gone(pid, message):
-    deadline = time.monotonic() + 10
-    while True:
+    def gone():
         try:
             with open("/proc/%d/stat" % pid) as handle:
-                if handle.read().rsplit(")", 1)[1].split()[0] == "Z":  # ended, not yet reaped by the server
-                    return
+                return handle.read().rsplit(")", 1)[1].split()[0] == "Z"  # ended, not yet reaped by the server
         except OSError:  # gone between two reads (ENOENT, or ESRCH from the folder of a process being reaped)
-            return
-        assert time.monotonic() < deadline, message
-        time.sleep(0.05)
+            return True
+    wait_for(message, gone, timeout=10, interval=0.05)
 
 
 def test_a_signal_to_the_process_reaches_the_child(server, tmp_path):
