@@ -43,6 +43,7 @@ def log(msg: str) -> None:
 
 
 GOGC = "400"  # see Cluster._spawn
+GOMAXPROCS = "1"  # see Cluster._spawn
 
 
 def run_dir() -> str:
@@ -290,8 +291,14 @@ class Cluster:
         # The Go processes of the control plane (and the Kueue managers the agent starts, which inherit it) collect
         # garbage four times less often than Go's default (GOGC=100): kube-apiserver spent 15% of its CPU in the
         # collector during a Kueue install cycle (pprof), and the suite is CPU-bound on 2 cores. Memory is not short
-        # (24 GiB). GOGC set in the environment wins.
+        # (24 GiB). They also run Go code on one thread each (GOMAXPROCS=1): on the 2 cores of CI, shared by a few
+        # clusters and the Ansible runs, Go's scheduler looking for work on a second thread and its garbage
+        # collector's idle workers cost CPU that the other processes need. Measured side by side on one local cluster,
+        # the whole machine's CPU, two rounds each way: a Kueue install 10.8 -> 9.2 CPU s, its uninstall 5.0 -> 4.4,
+        # the cluster idle with Kueue 3.0 -> 2.5 CPU s a minute (docs/dev/ci-time.md). helm, a short process, gains
+        # nothing from it (measured) and keeps Go's default. A GOGC or GOMAXPROCS set in the environment wins.
         full_env.setdefault("GOGC", GOGC)
+        full_env.setdefault("GOMAXPROCS", GOMAXPROCS)
         full_env.update(env or {})
         proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=full_env, start_new_session=True, cwd=self.folder)
