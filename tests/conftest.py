@@ -28,11 +28,13 @@ waiting on controllers and on ansible-playbook, so two workers use the two cores
   run's ansible-playbook take the code of the AnsiballZ sources from there instead of compiling them each time, and
   the ansible-playbook runs take the payloads ansible-core built in an earlier run of the same sources instead of
   building them again (the same code runs).
-- **The module processes' imports.** The controller also installs tests/module_zygote.py in the venv; each worker (or
-  a serial run) starts its server, which imports ansible-core's ``basic`` and the libraries the modules use once,
-  and points ``KUEUEOPS_MODULE_ZYGOTE`` at it: its runs' module processes are forked from it instead of importing
-  them again (the module and the collection's module_utils still come from the payload). ``KUEUEOPS_MODULE_ZYGOTE=``
-  turns it off.
+- **The module processes' and ansible-playbook's imports.** The controller also installs tests/module_zygote.py in
+  the venv; each worker (or a serial run) starts two servers of it: one has imported ansible-core's ``basic`` and the
+  libraries the modules use, and ``KUEUEOPS_MODULE_ZYGOTE`` points the runs' module processes at it (the module and
+  the collection's module_utils still come from the payload); the other has imported ansible-core's controller with
+  run_playbook's environment, and ``KUEUEOPS_PLAYBOOK_ZYGOTE`` points run_playbook's ansible-playbook at it (a run
+  with another environment, such as ``ANSIBLE_PIPELINING=0``, starts fresh). Each is forked from its server instead
+  of importing all that again. ``KUEUEOPS_MODULE_ZYGOTE=`` or ``KUEUEOPS_PLAYBOOK_ZYGOTE=`` turns one off.
 """
 from __future__ import annotations
 
@@ -77,7 +79,7 @@ def _worker_run_dir() -> None:
 
 ZIPIMPORT_CACHE_MODULE = "_kueueops_zipimport_cache"
 ZYGOTE_MODULE = "_kueueops_module_zygote"
-ZYGOTE_VARIABLE = "KUEUEOPS_MODULE_ZYGOTE"
+ZYGOTE_VARIABLES = {"module": "KUEUEOPS_MODULE_ZYGOTE", "playbook": "KUEUEOPS_PLAYBOOK_ZYGOTE"}
 ZIPIMPORT_CACHE_LIMIT = 2000
 PAYLOAD_CACHE_LIMIT = 40  # entries of ansiballz/: a key folder and its lock file for each set of sources
 
@@ -120,32 +122,39 @@ _ZYGOTE: dict = {}
 
 
 def _start_zygote() -> None:
-    """The module processes' server of this worker or serial run (tests/module_zygote.py), unless
-    ``KUEUEOPS_MODULE_ZYGOTE`` is set (empty: off). Its name is the worker's pid; its errors go to
-    ``$KUEUEOPS_RUN_DIR-zygote.log``. A server that is not there (it failed, or ended) only means fresh module
-    processes."""
-    if ZYGOTE_VARIABLE in os.environ:
-        return
+    """The servers of this worker or serial run (tests/module_zygote.py): one for the module processes, one for the
+    ansible-playbook processes of run_playbook (started with its environment, tests/integration/ansible.py), each
+    unless its variable is set (``KUEUEOPS_MODULE_ZYGOTE``, ``KUEUEOPS_PLAYBOOK_ZYGOTE``; empty: off). Their names
+    are the worker's pid; their errors go to ``$KUEUEOPS_RUN_DIR-zygote.log``. A server that is not there (it failed,
+    or ended) only means fresh processes."""
     import subprocess
     import sys
 
-    name = "kueueops-zygote-%d" % os.getpid()
-    with open(_run_dir() + "-zygote.log", "ab") as log:
-        _ZYGOTE["process"] = subprocess.Popen(
-            [sys.executable, "-c", "import %s as z; z.serve(%r)" % (ZYGOTE_MODULE, name)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True, cwd=REPO)
-    os.environ[ZYGOTE_VARIABLE] = name
+    for kind, variable in ZYGOTE_VARIABLES.items():
+        if variable in os.environ:
+            continue
+        env = None
+        if kind == "playbook":
+            from tests.integration.ansible import playbook_env
+            env = playbook_env()
+        name = "kueueops-%s-zygote-%d" % (kind, os.getpid())
+        with open(_run_dir() + "-zygote.log", "ab") as log:
+            _ZYGOTE[kind] = subprocess.Popen(
+                [sys.executable, "-c", "import %s as z; z.serve(%r, %r)" % (ZYGOTE_MODULE, name, kind)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True, cwd=REPO, env=env)
+        os.environ[variable] = name
 
 
 def _stop_zygote() -> None:
-    process = _ZYGOTE.pop("process", None)
-    if process is not None and process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except Exception:  # pylint: disable=broad-except
-            process.kill()
-            process.wait()
+    for kind in list(_ZYGOTE):
+        process = _ZYGOTE.pop(kind)
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except Exception:  # pylint: disable=broad-except
+                process.kill()
+                process.wait()
 
 
 def _file_of(nodeid: str) -> str:
@@ -241,6 +250,7 @@ _CPU: dict = {}  # file -> {"cpu": s, "wall": s, "by": {process name: s}}; a wor
 _MARK: dict = {}  # the file now running, and the snapshot of its start
 ROOT_NAME = "pytest + what it reaped"  # the worker itself, and helm, kubectl, harness clusters once they ended
 PLAYBOOK_NAME = "ansible-playbook"  # run_playbook's processes with their modules (tests/integration/ansible.py)
+PLAYBOOK_ZYGOTE_NAME = "playbook-zygote"  # the worker's playbook server, with the runs it forked (tests/module_zygote.py)
 
 
 def _by_process(before: dict, after: dict, root: int) -> dict:
@@ -366,10 +376,10 @@ def pytest_terminal_summary(terminalreporter):
         for key, value in entry["by"].items():
             _add(by, key, value)
     runs = sum(entry.get("runs", 0) for _path, entry in rows)
-    spent = by.get(PLAYBOOK_NAME, 0.0)
+    spent = by.get(PLAYBOOK_NAME, 0.0) + by.get(PLAYBOOK_ZYGOTE_NAME, 0.0)
     terminalreporter.write_line("by process: " + ", ".join(
         "%s %.0f" % (k, v) for k, v in sorted(by.items(), key=lambda item: -item[1]) if v >= 1))
     if runs:
-        terminalreporter.write_line("ansible-playbook: %d runs, %.0f CPU s (%.1f CPU s a run, with the modules that ran"
-                                    " fresh; those forked by the worker's server count as module-zygote)" % (
-                                        runs, spent, spent / runs))
+        terminalreporter.write_line("ansible-playbook: %d runs, %.0f CPU s (%.1f CPU s a run: %s and %s, with the modules"
+                                    " that ran fresh; those forked by the worker's module server count as module-zygote)"
+                                    % (runs, spent, spent / runs, PLAYBOOK_NAME, PLAYBOOK_ZYGOTE_NAME))

@@ -27,6 +27,18 @@ child that runs the module (the way Mitogen runs Ansible's modules, and Android 
   The process that handed itself over waits and exits with the child's status (or dies of its signal); it passes
   SIGTERM, SIGINT, SIGHUP and SIGQUIT on to the child, and the child is killed if it dies first.
 
+The same file serves ``ansible-playbook`` itself (``serve(name, 'playbook')``, the variable
+``KUEUEOPS_PLAYBOOK_ZYGOTE``): a process of this venv started as its ``ansible-playbook`` script hands itself over to a
+server that has imported ansible-core's controller (``ansible.cli.playbook``, the executor, ``PLAYBOOK_PRELOAD``:
+0.3 to 0.45 CPU s of each run). Importing it reads ansible-core's configuration (``ansible.constants``: every
+``ANSIBLE_*`` setting of the environment and the configuration file found from the working directory and ``HOME``), so
+the server refuses a process whose environment differs in any variable read then or whose working directory is not the
+server's, and serves nothing when reading the configuration warned (ansible-core 2.16 prints those warnings when
+importing it: a child would not). Its child runs the script as ``python`` would (``sys.argv`` the script and its
+arguments) after doing again what a fresh ``ansible-playbook`` does for its own process when imported: the check of
+blocking standard streams, the locale, and its local temporary folder (``DEFAULT_LOCAL_TMP``, named after the process
+and removed at its exit; the server removes the one its import made).
+
 What is not preloaded runs as in a fresh process: the module, the collection's module_utils and ansible-core's own
 module_utils other than ``basic`` and what it imports come from the AnsiballZ payload, as ansible-core ships them;
 ``kubernetes`` is imported by the child (its kubeconfig location is read from the environment when imported, and
@@ -43,12 +55,20 @@ import os
 import sys
 
 _VARIABLE = 'KUEUEOPS_MODULE_ZYGOTE'
+_PLAYBOOK_VARIABLE = 'KUEUEOPS_PLAYBOOK_ZYGOTE'
 # Imported once by the server, each in its own try: a library this venv lacks is skipped.
 PRELOAD = (
     'ansible.module_utils.basic', 'json', 'yaml', 'urllib3', 'requests', 'requests_oauthlib', 'oauthlib.oauth2',
     'dateutil.parser', 'six', 'certifi', 'pydantic', 'concurrent.futures', 'ipaddress', 'tempfile', 'shutil',
     'subprocess', 'hashlib', 'base64', 'ssl', 'http.client', 'email.utils', 'azure.core.rest', 'azure.core.exceptions',
     'azure.core.pipeline', 'azure.identity', 'azure.mgmt.containerservice', 'azure.mgmt.kubernetesconfiguration',
+)
+# The playbook server's (kind 'playbook'): the controller, and what every run imports after it (the executor, its
+# worker processes and the task includes).
+PLAYBOOK_PRELOAD = (
+    'ansible.cli.playbook', 'ansible.executor.playbook_executor', 'ansible.executor.task_executor',
+    'ansible.executor.process.worker', 'ansible.playbook.included_file', 'ansible.playbook.role_include',
+    'ansible.playbook.handler_task_include', 'multiprocessing.synchronize', 'pty', 'pprint',
 )
 # Variables a preload reads whose value does not change what it set up: azure-identity builds its user agent with
 # platform.platform(), which runs uname, found on PATH (the tests' runs put their venv first on it).
@@ -136,10 +156,52 @@ def _hand_off(name):
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
+def _kind_of(argv):
+    """'module' for ``python`` alone (its program on standard input), 'playbook' for this venv's ``ansible-playbook``
+    script (``python <venv>/bin/ansible-playbook ...``, as its first line starts it), None for anything else."""
+    if len(argv) == 1:
+        return 'module'
+    if len(argv) >= 2 and os.path.basename(argv[1]) == 'ansible-playbook' \
+            and os.path.dirname(os.path.abspath(argv[1])) == os.path.dirname(os.path.abspath(sys.executable)):
+        return 'playbook'
+    return None
+
+
+def _playbook_server_ready():
+    """After the playbook preload: False when reading ansible-core's configuration warned (2.16 prints the warnings
+    while importing it, which a child would not). The local temporary folder the import made for this process is
+    removed, and its removal at exit forgotten: each child makes its own (``_playbook_child_setup``)."""
+    import atexit
+    import shutil
+    try:
+        from ansible import constants
+        from ansible.utils.path import cleanup_tmp_file
+    except Exception:  # pylint: disable=broad-except
+        return False
+    atexit.unregister(cleanup_tmp_file)
+    shutil.rmtree(constants.DEFAULT_LOCAL_TMP, ignore_errors=True)
+    return not getattr(constants.config, 'WARNINGS', None)
+
+
+def _playbook_child_setup():
+    """What a fresh ``ansible-playbook`` does for its own process when importing ansible-core: the check of blocking
+    standard streams and the locale (``ansible.cli``; a SystemExit as there), and its local temporary folder; and
+    what tests/zipimport_cache.py does when ansible-core's ``module_common`` is imported: the key of the cached
+    payloads, from the sources as they are now."""
+    from ansible import cli, constants
+
+    cli.check_blocking_io()
+    cli.initialize_locale()
+    constants.DEFAULT_LOCAL_TMP = constants.config.get_config_value('DEFAULT_LOCAL_TMP')
+    refresh = getattr(sys.modules.get('ansible.executor.module_common'), 'REFRESH_PAYLOAD_KEY', None)
+    if refresh is not None:
+        refresh()
+
+
 # The server's side -----------------------------------------------------------------------------------------------
 
-def _preload():
-    """Import PRELOAD; returns the environment variables read while importing, with their values (None: unset)."""
+def _preload(modules):
+    """Import ``modules``; returns the environment variables read while importing, with their values (None: unset)."""
     import importlib
 
     real = os.environ
@@ -161,7 +223,7 @@ def _preload():
     os.environ = Recording(real._data, real.encodekey, real.decodekey, real.encodevalue,  # pylint: disable=protected-access
                            real.decodevalue)
     try:
-        for name in PRELOAD:
+        for name in modules:
             try:
                 importlib.import_module(name)
             except Exception:  # pylint: disable=broad-except
@@ -173,12 +235,18 @@ def _preload():
     return read
 
 
-def _refusal(request, read):
+def _refusal(request, read, kind):
     """Why the process of ``request`` cannot run here (None: it can)."""
     if request.get('prefix') != sys.prefix or request.get('version') != sys.version:
         return 'another Python'
+    if _kind_of(request.get('orig_argv') or []) != kind:
+        return 'not a %s process' % kind
+    if kind == 'playbook' and request.get('cwd') != os.getcwd():
+        return 'another working directory (the configuration file is looked for there)'
     env = request.get('env') or {}
-    if '*' in read or _startup_env(env) != _startup_env(os.environ):
+    if '*' in read:
+        return read['*'] or 'a preload read the whole environment'
+    if _startup_env(env) != _startup_env(os.environ):
         return 'another start-up environment'
     for key, value in read.items():
         if env.get(key) != value:
@@ -214,9 +282,10 @@ def _receive(conn):
     return request, list(fds)
 
 
-def _run_child(request, fds, conn):
-    """In the forked child: become the module process of ``request`` and run its program; raises the SystemExit
-    that ends this process as the program's end would end ``python``."""
+def _run_child(request, fds, conn, kind):
+    """In the forked child: become the process of ``request`` and run its program (a module's on standard input, or
+    the ``ansible-playbook`` script); raises the SystemExit that ends this process as the program's end would end
+    ``python``."""
     import builtins
     import importlib.machinery
     import signal
@@ -241,8 +310,10 @@ def _run_child(request, fds, conn):
         os.setpgid(0, request['pgid'])
     except OSError:
         pass
-    sys.argv = ['']
     sys.orig_argv = request['orig_argv']
+    sys.argv = [''] if kind == 'module' else sys.orig_argv[1:]
+    if kind == 'playbook':  # python puts the script's folder first on the path (the server's, started by -c: '')
+        sys.path[0] = os.path.dirname(os.path.realpath(sys.argv[0]))
 
     def watch():  # the process that handed itself over died first: so does this one, as a killed module would
         try:
@@ -258,7 +329,14 @@ def _run_child(request, fds, conn):
     sys.modules['__main__'] = main
     status = 0
     try:
-        exec(compile(sys.stdin.buffer.read(), '<stdin>', 'exec'), main.__dict__)  # pylint: disable=exec-used
+        if kind == 'module':
+            exec(compile(sys.stdin.buffer.read(), '<stdin>', 'exec'), main.__dict__)  # pylint: disable=exec-used
+        else:
+            _playbook_child_setup()
+            with open(sys.argv[0], 'rb') as script:
+                code = compile(script.read(), sys.argv[0], 'exec')
+            main.__dict__['__file__'] = sys.argv[0]
+            exec(code, main.__dict__)  # pylint: disable=exec-used
     except SystemExit as exc:
         status = _exit_status(exc)
     except KeyboardInterrupt:  # Python prints it, flushes and ends by SIGINT
@@ -305,8 +383,9 @@ def _flush():
             pass
 
 
-def serve(name):
-    """The server of ``name`` (an abstract socket): preload, then fork a child for each module process that hands
+def serve(name, kind='module'):
+    """The server of ``name`` (an abstract socket) for the module processes (``kind`` 'module') or the
+    ``ansible-playbook`` processes ('playbook') of this venv: preload, then fork a child for each process that hands
     itself over, and send it the child's pid and wait status. Ends when its parent (the test worker) does, or on
     SIGTERM."""
     import ctypes
@@ -316,7 +395,7 @@ def serve(name):
     import socket
 
     try:  # the name ps, top and tests/conftest.py's CPU per file show for this process and its children
-        ctypes.CDLL(None).prctl(15, b'module-zygote', 0, 0, 0)  # PR_SET_NAME
+        ctypes.CDLL(None).prctl(15, kind.encode() + b'-zygote', 0, 0, 0)  # PR_SET_NAME
     except (OSError, AttributeError):
         pass
     parent = os.getppid()
@@ -326,7 +405,9 @@ def serve(name):
         listener.bind('\0' + name)
     except OSError:
         return  # another server has the name
-    read = _preload()
+    read = _preload(PLAYBOOK_PRELOAD if kind == 'playbook' else PRELOAD)
+    if kind == 'playbook' and not _playbook_server_ready():
+        read['*'] = 'reading ansible-core\'s configuration warned'  # every process is refused: it starts fresh
     gc.collect()
     gc.freeze()  # the preloaded objects are left out of the children's collections: their pages stay shared
     listener.listen(64)
@@ -347,13 +428,13 @@ def serve(name):
                 except BlockingIOError:
                     pass
             else:
-                _accept(read, running, (listener, selector, wake_r, wake_w))
+                _accept(read, kind, running, (listener, selector, wake_r, wake_w))
         _reap(running)
     for conn in running.values():
         conn.close()
 
 
-def _accept(read, running, server_fds):
+def _accept(read, kind, running, server_fds):
     """Take one connection on the listener (``server_fds[0]``): refuse it, or fork the child that runs its program."""
     import socket
     import struct
@@ -366,9 +447,9 @@ def _accept(read, running, server_fds):
         conn.settimeout(10)  # a module process sends its request at once; nothing else may hold the server
         request, fds = _receive(conn) if uid == os.getuid() else (None, None)
         conn.settimeout(None)
-        refusal = 'no request (another user, or nothing sent)' if request is None else _refusal(request, read)
-        if refusal:  # in the server's log ($KUEUEOPS_RUN_DIR-zygote.log): why a module process ran fresh
-            sys.stderr.write('module zygote: refused a module process: %s\n' % refusal)
+        refusal = 'no request (another user, or nothing sent)' if request is None else _refusal(request, read, kind)
+        if refusal:  # in the server's log ($KUEUEOPS_RUN_DIR-zygote.log): why a process ran fresh
+            sys.stderr.write('%s zygote: refused a %s process: %s\n' % (kind, kind, refusal))
             sys.stderr.flush()
         pid = -1 if refusal else os.fork()
     except OSError:
@@ -392,7 +473,7 @@ def _accept(read, running, server_fds):
         os.close(wake_w)
         for other in running.values():
             other.close()
-        _run_child(request, fds, conn)
+        _run_child(request, fds, conn, kind)
     for fd in fds:
         os.close(fd)
     running[pid] = conn
@@ -419,6 +500,7 @@ def _reap(running):
             conn.close()
 
 
-_NAME = os.environ.get(_VARIABLE)
-if _NAME and len(getattr(sys, 'orig_argv', ())) == 1 and not os.isatty(0):
+_KIND = _kind_of(getattr(sys, 'orig_argv', ()))
+_NAME = os.environ.get(_VARIABLE if _KIND == 'module' else _PLAYBOOK_VARIABLE) if _KIND else None
+if _NAME and (_KIND == 'playbook' or not os.isatty(0)):
     _hand_off(_NAME)

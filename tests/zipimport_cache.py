@@ -101,43 +101,53 @@ def _payload_sources(module_common):
 
 def _patch_module_common(module_common, folder):
     """Point ``_find_module_utils``'s lookup of cached payloads (``C.DEFAULT_LOCAL_TMP``) at ``folder``/ansiballz/<key>
-    for the modules the key covers (module doc)."""
-    try:
-        key, covered = _payload_sources(module_common)
-    except OSError:
-        return  # a collection folder unreadable: ansible-core's own per-run cache, as without the variable
+    for the modules the key covers (module doc). The key is taken when ``module_common`` is imported, and again by
+    ``module_common.REFRESH_PAYLOAD_KEY()``: tests/module_zygote.py's playbook server imported it long before the run
+    its child makes, which calls that first (the sources are read when the run starts, as in a fresh run)."""
+    import fcntl
+
     real_constants = module_common.C
     real_find = module_common._find_module_utils  # pylint: disable=protected-access
 
     class Constants:
         """ansible.constants, but for DEFAULT_LOCAL_TMP."""
 
-        DEFAULT_LOCAL_TMP = os.path.join(folder, 'ansiballz', key)
+        def __init__(self, local_tmp):
+            self.DEFAULT_LOCAL_TMP = local_tmp  # pylint: disable=invalid-name
 
         def __getattr__(self, name):
             return getattr(real_constants, name)
 
-    import fcntl
+    current = {}
 
-    constants = Constants()
-    lock_path = constants.DEFAULT_LOCAL_TMP + '.lock'
-    os.makedirs(os.path.dirname(lock_path), exist_ok=True)
+    def refresh():
+        current.clear()
+        try:
+            key, covered = _payload_sources(module_common)
+        except OSError:
+            return  # a collection folder unreadable: ansible-core's own per-run cache, as without the variable
+        constants = Constants(os.path.join(folder, 'ansiballz', key))
+        lock_path = constants.DEFAULT_LOCAL_TMP + '.lock'
+        os.makedirs(os.path.dirname(lock_path), exist_ok=True)
+        current.update(constants=constants, covered=covered, lock_path=lock_path)
 
     def find_module_utils(*args, **kwargs):
         module_path = kwargs.get('module_path', args[2] if len(args) > 2 else '')
-        if not os.path.realpath(module_path or '').startswith(covered):
+        if not current or not os.path.realpath(module_path or '').startswith(current['covered']):
             return real_find(*args, **kwargs)
         # ansible-core locks the building of an entry between the workers of one run only before 2.19 (and all
         # of them write it through the same '-part' file): one build at a time across the runs sharing the folder.
-        with open(lock_path, 'a') as lock:
+        with open(current['lock_path'], 'a') as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            module_common.C = constants
+            module_common.C = current['constants']
             try:
                 return real_find(*args, **kwargs)
             finally:
                 module_common.C = real_constants
 
+    refresh()
     module_common._find_module_utils = find_module_utils  # pylint: disable=protected-access
+    module_common.REFRESH_PAYLOAD_KEY = refresh
 
 
 class _PatchOnImport:

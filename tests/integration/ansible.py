@@ -102,6 +102,29 @@ class Result:
                                                             self.failure_messages()[:3])
 
 
+def playbook_env(env: dict | None = None) -> dict:
+    """The environment of run_playbook's ansible-playbook: this process's, the settings below, then ``env``.
+    tests/conftest.py starts the worker's playbook server (tests/module_zygote.py) with it (no ``env``): a run whose
+    environment differs in a variable ansible-core's configuration reads starts fresh."""
+    full_env = dict(os.environ)
+    full_env.update({
+        "ANSIBLE_STDOUT_CALLBACK": "test_json",
+        "ANSIBLE_CALLBACK_PLUGINS": os.path.join(REPO, "tests", "integration", "callback_plugins"),
+        "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS,
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_RETRY_FILES_ENABLED": "0",
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
+        # Pipelining (the local connection's module fed on stdin, no temporary AnsiballZ file, no chmod): less CPU
+        # per run (docs/dev/ci-time.md). The modules run the same either way; tests/reliability/test_secrets.py and
+        # the AWX tests run without it, as ansible-core's default does; ANSIBLE_PIPELINING=0 turns it off here.
+        "ANSIBLE_PIPELINING": os.environ.get("ANSIBLE_PIPELINING", "1"),
+        "PATH": VENV_BIN + os.pathsep + full_env.get("PATH", ""),
+    })
+    full_env.update(env or {})
+    return full_env
+
+
 def run_playbook(playbook, extravars: dict | None = None, check: bool = False, diff: bool = False,
                  env: dict | None = None, inventory: str | None = None, verbosity: int = 0,
                  extra_args: list | None = None, timeout: int = 900) -> Result:
@@ -123,22 +146,7 @@ def run_playbook(playbook, extravars: dict | None = None, check: bool = False, d
     if verbosity:
         argv.append("-" + "v" * verbosity)
     argv += list(extra_args or [])
-    full_env = dict(os.environ)
-    full_env.update({
-        "ANSIBLE_STDOUT_CALLBACK": "test_json",
-        "ANSIBLE_CALLBACK_PLUGINS": os.path.join(REPO, "tests", "integration", "callback_plugins"),
-        "ANSIBLE_COLLECTIONS_PATH": COLLECTIONS,
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_RETRY_FILES_ENABLED": "0",
-        "ANSIBLE_LOCALHOST_WARNING": "0",
-        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
-        # Pipelining (the local connection's module fed on stdin, no temporary AnsiballZ file, no chmod): less CPU
-        # per run (docs/dev/ci-time.md). The modules run the same either way; tests/reliability/test_secrets.py and
-        # the AWX tests run without it, as ansible-core's default does; ANSIBLE_PIPELINING=0 turns it off here.
-        "ANSIBLE_PIPELINING": os.environ.get("ANSIBLE_PIPELINING", "1"),
-        "PATH": VENV_BIN + os.pathsep + full_env.get("PATH", ""),
-    })
-    full_env.update(env or {})
+    full_env = playbook_env(env)
     _playbook_started()
     try:
         # stdin: no terminal, as in CI and AWX (a playbook that would ask on one, uninstall.yml, answers nothing).

@@ -1,6 +1,9 @@
 """tests/module_zygote.py: a program handed to the server runs as a fresh ``python`` would run it (its output, exit
 status, traceback, environment, working directory, umask, atexit and signals), and a process the server must refuse
-runs fresh. tests/conftest.py installs the file in this venv (``_kueueops_module_zygote``, started by its ``.pth``)."""
+runs fresh; this venv's ansible-playbook handed to a playbook server runs as it runs fresh (its results, exit status
+and output, its own local temporary folder), and one with another configuration runs fresh. tests/conftest.py
+installs the file in this venv (``_kueueops_module_zygote``, started by its ``.pth``)."""
+import json
 import os
 import signal
 import socket
@@ -13,6 +16,7 @@ import pytest
 from tests.integration.kubeutil import wait_for
 
 MODULE = "_kueueops_module_zygote"
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +142,93 @@ def test_the_child_dies_with_the_process_that_handed_itself_over(server, tmp_pat
     process.kill()
     process.wait(30)
     wait_gone(child, "the child outlived a SIGKILL of the process that handed itself over")
+
+
+# The playbook server (kind 'playbook'): this venv's ansible-playbook, handed over --------------------------------
+
+PLAYBOOK = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: who runs the run
+      ansible.builtin.debug:
+        msg: "{{ lookup('ansible.builtin.pipe', 'cat /proc/$PPID/comm') }}"
+    - name: its local temporary folders
+      ansible.builtin.command: ls {{ local_tmp }}
+      changed_when: false
+      register: listed
+    - name: the end the test asks for
+      ansible.builtin.fail:
+        msg: asked to fail
+      when: fail | default(false) | bool
+"""
+
+
+@pytest.fixture(scope="module")
+def playbook_server(tmp_path_factory):
+    """A playbook server of this venv with run_playbook's environment and a local temporary folder of its own
+    (ANSIBLE_LOCAL_TEMP); (its name, that environment)."""
+    from tests.integration.ansible import playbook_env
+
+    local_tmp = tmp_path_factory.mktemp("local-tmp")
+    env = playbook_env({"ANSIBLE_LOCAL_TEMP": str(local_tmp), "KUEUEOPS_PLAYBOOK_ZYGOTE": ""})
+    name = "kueueops-playbook-zygote-test-%d" % os.getpid()
+    process = subprocess.Popen([sys.executable, "-c", "import %s as z; z.serve(%r, 'playbook')" % (MODULE, name)],
+                               stdin=subprocess.DEVNULL, env=env, cwd=REPO)
+
+    def listening():
+        assert process.poll() is None, "the server ended"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.connect("\0" + name)
+        return True
+    wait_for("the playbook server to listen", listening, timeout=60, interval=0.1)
+    yield name, env, local_tmp
+    process.terminate()
+    process.wait(10)
+
+
+def run_ansible_playbook(playbook_server, path, zygote, env=None, cwd=REPO, args=()):
+    _name, base, local_tmp = playbook_server
+    full_env = dict(base, KUEUEOPS_PLAYBOOK_ZYGOTE=zygote, **(env or {}))
+    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(path),
+                             "-e", "local_tmp=%s" % local_tmp] + list(args), capture_output=True, text=True,
+                            env=full_env, cwd=cwd, timeout=120, stdin=subprocess.DEVNULL)
+    data = json.loads(next(line for line in reversed(result.stdout.splitlines()) if line.startswith('{"plays"')))
+    tasks = dict((task["task"]["name"], task["hosts"]["localhost"]) for task in data["plays"][0]["tasks"])
+    return result, data["stats"]["localhost"], tasks
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_ansible_playbook_runs_in_a_child_of_the_playbook_server_as_it_runs_fresh(playbook_server, tmp_path, fail):
+    path = tmp_path / "play.yml"
+    path.write_text(PLAYBOOK)
+    args = ["-e", "fail=%s" % fail]
+    fresh = run_ansible_playbook(playbook_server, path, "", args=args)
+    forked = run_ansible_playbook(playbook_server, path, playbook_server[0], args=args)
+    again = run_ansible_playbook(playbook_server, path, playbook_server[0], args=args)
+    assert fresh[0].returncode == (2 if fail else 0)
+    for run in (forked, again):
+        assert (run[0].returncode, run[1], run[0].stderr) == (fresh[0].returncode, fresh[1], fresh[0].stderr)
+        assert run[2]["the end the test asks for"].get("msg") == fresh[2]["the end the test asks for"].get("msg")
+    # the worker processes of the run: forked from the controller, from the server (whose name they keep)
+    assert fresh[2]["who runs the run"]["msg"] == "ansible-playbook"[:15]  # TASK_COMM_LEN
+    assert forked[2]["who runs the run"]["msg"] == again[2]["who runs the run"]["msg"] == "playbook-zygote"
+    # each run its own local temporary folder (named after its pid, as a fresh run's), removed at its end
+    folders = [run[2]["its local temporary folders"]["stdout_lines"] for run in (fresh, forked, again)]
+    assert all(len(names) == 1 and names[0].startswith("ansible-local-") for names in folders), folders
+    assert len(set(names[0] for names in folders)) == 3
+    assert os.listdir(playbook_server[2]) == []
+
+
+def test_another_playbook_environment_or_folder_runs_fresh(playbook_server, tmp_path):
+    path = tmp_path / "play.yml"
+    path.write_text(PLAYBOOK)
+    # ANSIBLE_PIPELINING is read when ansible-core's configuration is (ansible.constants): another value is refused
+    other_setting = run_ansible_playbook(playbook_server, path, playbook_server[0], env={"ANSIBLE_PIPELINING": "0"})
+    # the configuration file is looked for in the working directory
+    other_folder = run_ansible_playbook(playbook_server, path, playbook_server[0], cwd=tmp_path)
+    for run in (other_setting, other_folder):
+        assert run[0].returncode == 0, run[0].stderr
+        assert run[2]["who runs the run"]["msg"] == "ansible-playbook"[:15]  # TASK_COMM_LEN
+    assert os.listdir(playbook_server[2]) == []
