@@ -119,7 +119,8 @@ def _hand_off(name):
         return
     umask = os.umask(0)
     os.umask(umask)
-    payload = json.dumps({'prefix': sys.prefix, 'version': sys.version, 'env': dict(os.environ), 'cwd': os.getcwd(),
+    payload = json.dumps({'prefix': sys.prefix, 'version': sys.version, 'executable': sys.executable,
+                          'env': dict(os.environ), 'cwd': os.getcwd(),
                           'umask': umask, 'pgid': os.getpgid(0), 'orig_argv': list(sys.orig_argv)}).encode()
     data = len(payload).to_bytes(4, 'big') + payload
     try:
@@ -192,7 +193,8 @@ def _playbook_child_setup():
 
     cli.check_blocking_io()
     cli.initialize_locale()
-    constants.DEFAULT_LOCAL_TMP = constants.config.get_config_value('DEFAULT_LOCAL_TMP')
+    # as ansible.constants does: its default, {{ ANSIBLE_HOME ~ "/tmp" }}, is a template of the constants
+    constants.DEFAULT_LOCAL_TMP = constants.config.get_config_value('DEFAULT_LOCAL_TMP', variables=vars(constants))
     refresh = getattr(sys.modules.get('ansible.executor.module_common'), 'REFRESH_PAYLOAD_KEY', None)
     if refresh is not None:
         refresh()
@@ -311,6 +313,9 @@ def _run_child(request, fds, conn, kind):
     except OSError:
         pass
     sys.orig_argv = request['orig_argv']
+    # the interpreter's path as the process was started (.venv/bin/python3 by ansible-playbook's first line, the
+    # server's .venv/bin/python): ansible-core's ansible_playbook_python
+    sys.executable = request.get('executable') or sys.executable
     sys.argv = [''] if kind == 'module' else sys.orig_argv[1:]
     if kind == 'playbook':  # python puts the script's folder first on the path (the server's, started by -c: '')
         sys.path[0] = os.path.dirname(os.path.realpath(sys.argv[0]))

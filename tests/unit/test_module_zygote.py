@@ -154,6 +154,9 @@ PLAYBOOK = """
     - name: who runs the run
       ansible.builtin.debug:
         msg: "{{ lookup('ansible.builtin.pipe', 'cat /proc/$PPID/comm') }}"
+    - name: its interpreter
+      ansible.builtin.debug:
+        msg: "{{ ansible_playbook_python }}"
     - name: its local temporary folders
       ansible.builtin.command: ls {{ local_tmp }}
       changed_when: false
@@ -167,12 +170,14 @@ PLAYBOOK = """
 
 @pytest.fixture(scope="module")
 def playbook_server(tmp_path_factory):
-    """A playbook server of this venv with run_playbook's environment and a local temporary folder of its own
-    (ANSIBLE_LOCAL_TEMP); (its name, that environment)."""
+    """A playbook server of this venv with run_playbook's environment and an ANSIBLE_HOME of its own, whose tmp folder
+    holds the local temporary folders (ansible-core's default, a template of the constants: {{ ANSIBLE_HOME ~ "/tmp" }});
+    (its name, that environment, that tmp folder)."""
     from tests.integration.ansible import playbook_env
 
-    local_tmp = tmp_path_factory.mktemp("local-tmp")
-    env = playbook_env({"ANSIBLE_LOCAL_TEMP": str(local_tmp), "KUEUEOPS_PLAYBOOK_ZYGOTE": ""})
+    home = tmp_path_factory.mktemp("ansible-home")
+    local_tmp = home / "tmp"
+    env = playbook_env({"ANSIBLE_HOME": str(home), "KUEUEOPS_PLAYBOOK_ZYGOTE": ""})
     name = "kueueops-playbook-zygote-test-%d" % os.getpid()
     process = subprocess.Popen([sys.executable, "-c", "import %s as z; z.serve(%r, 'playbook')" % (MODULE, name)],
                                stdin=subprocess.DEVNULL, env=env, cwd=REPO)
@@ -211,6 +216,8 @@ def test_ansible_playbook_runs_in_a_child_of_the_playbook_server_as_it_runs_fres
     for run in (forked, again):
         assert (run[0].returncode, run[1], run[0].stderr) == (fresh[0].returncode, fresh[1], fresh[0].stderr)
         assert run[2]["the end the test asks for"].get("msg") == fresh[2]["the end the test asks for"].get("msg")
+        # the interpreter's path as the script's first line gives it (the server's is another name of it)
+        assert run[2]["its interpreter"]["msg"] == fresh[2]["its interpreter"]["msg"]
     # the worker processes of the run: forked from the controller, from the server (whose name they keep)
     assert fresh[2]["who runs the run"]["msg"] == "ansible-playbook"[:15]  # TASK_COMM_LEN
     assert forked[2]["who runs the run"]["msg"] == again[2]["who runs the run"]["msg"] == "playbook-zygote"
