@@ -19,19 +19,27 @@ MODULE = "_kueueops_module_zygote"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def start_server(name, kind, env=None):
+    """A server of this venv (``serve(name, kind)``), once it listens; fails at once should it end before."""
+    process = subprocess.Popen([sys.executable, "-c", "import %s as z; z.serve(%r, %r)" % (MODULE, name, kind)],
+                               stdin=subprocess.DEVNULL, env=env, cwd=REPO)
+
+    def listening():
+        if process.poll() is not None:
+            return "ended"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.connect("\0" + name)
+        return "listening"
+    state = wait_for("the %s server to listen" % kind, listening, timeout=60, interval=0.1)
+    assert state == "listening", "the %s server ended (exit status %s)" % (kind, process.returncode)
+    return process
+
+
 @pytest.fixture(scope="module")
 def server():
     """A server of this venv of its own (the worker's, if any, is left alone); its name."""
     name = "kueueops-zygote-test-%d" % os.getpid()
-    process = subprocess.Popen([sys.executable, "-c", "import %s as z; z.serve(%r)" % (MODULE, name)],
-                               stdin=subprocess.DEVNULL)
-
-    def listening():
-        assert process.poll() is None, "the server ended"
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.connect("\0" + name)
-        return True
-    wait_for("the server to listen", listening, timeout=60, interval=0.1)
+    process = start_server(name, "module")
     yield name
     process.terminate()
     process.wait(10)
@@ -179,15 +187,7 @@ def playbook_server(tmp_path_factory):
     local_tmp = home / "tmp"
     env = playbook_env({"ANSIBLE_HOME": str(home), "KUEUEOPS_PLAYBOOK_ZYGOTE": ""})
     name = "kueueops-playbook-zygote-test-%d" % os.getpid()
-    process = subprocess.Popen([sys.executable, "-c", "import %s as z; z.serve(%r, 'playbook')" % (MODULE, name)],
-                               stdin=subprocess.DEVNULL, env=env, cwd=REPO)
-
-    def listening():
-        assert process.poll() is None, "the server ended"
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.connect("\0" + name)
-        return True
-    wait_for("the playbook server to listen", listening, timeout=60, interval=0.1)
+    process = start_server(name, "playbook", env)
     yield name, env, local_tmp
     process.terminate()
     process.wait(10)
