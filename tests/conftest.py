@@ -146,8 +146,8 @@ def _start_zygote() -> None:
 
 
 def _stop_zygote() -> None:
-    for kind in list(_ZYGOTE):
-        process = _ZYGOTE.pop(kind)
+    while _ZYGOTE:
+        _kind, process = _ZYGOTE.popitem()
         if process.poll() is None:
             process.terminate()
             try:

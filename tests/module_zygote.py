@@ -35,9 +35,10 @@ server that has imported ansible-core's controller (``ansible.cli.playbook``, th
 the server refuses a process whose environment differs in any variable read then or whose working directory is not the
 server's, and serves nothing when reading the configuration warned (ansible-core 2.16 prints those warnings when
 importing it: a child would not). Its child runs the script as ``python`` would (``sys.argv`` the script and its
-arguments) after doing again what a fresh ``ansible-playbook`` does for its own process when imported: the check of
-blocking standard streams, the locale, and its local temporary folder (``DEFAULT_LOCAL_TMP``, named after the process
-and removed at its exit; the server removes the one its import made).
+arguments, ``sys.executable`` the process's own) after doing again what a fresh ``ansible-playbook`` does for its own
+process when imported: the check of blocking standard streams, the locale, its local temporary folder
+(``DEFAULT_LOCAL_TMP``, named after the process and removed at its exit; the server removes the one its import made)
+and tests/zipimport_cache.py's key of the cached payloads.
 
 What is not preloaded runs as in a fresh process: the module, the collection's module_utils and ansible-core's own
 module_utils other than ``basic`` and what it imports come from the AnsiballZ payload, as ansible-core ships them;
@@ -316,8 +317,10 @@ def _run_child(request, fds, conn, kind):
     # the interpreter's path as the process was started (.venv/bin/python3 by ansible-playbook's first line, the
     # server's .venv/bin/python): ansible-core's ansible_playbook_python
     sys.executable = request.get('executable') or sys.executable
-    sys.argv = [''] if kind == 'module' else sys.orig_argv[1:]
-    if kind == 'playbook':  # python puts the script's folder first on the path (the server's, started by -c: '')
+    if kind == 'module':
+        sys.argv = ['']
+    else:  # the script and its arguments; python puts the script's folder first on the path (the server's, -c: '')
+        sys.argv = sys.orig_argv[1:]
         sys.path[0] = os.path.dirname(os.path.realpath(sys.argv[0]))
 
     def watch():  # the process that handed itself over died first: so does this one, as a killed module would

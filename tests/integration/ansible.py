@@ -127,8 +127,8 @@ def playbook_env(env: dict | None = None) -> dict:
 
 def run_playbook(playbook, extravars: dict | None = None, check: bool = False, diff: bool = False,
                  env: dict | None = None, inventory: str | None = None, verbosity: int = 0,
-                 extra_args: list | None = None, timeout: int = 900) -> Result:
-    """Run a playbook (a path, or a list of plays written to a temp file)."""
+                 extra_args: list | None = None, timeout: int = 900, cwd: str = REPO) -> Result:
+    """Run a playbook (a path, or a list of plays written to a temp file), in ``cwd``."""
     tmp = None
     if not isinstance(playbook, str):
         fd, tmp = tempfile.mkstemp(prefix="play-", suffix=".yml", dir=os.path.join(REPO, "tests", "integration"))
@@ -150,7 +150,7 @@ def run_playbook(playbook, extravars: dict | None = None, check: bool = False, d
     _playbook_started()
     try:
         # stdin: no terminal, as in CI and AWX (a playbook that would ask on one, uninstall.yml, answers nothing).
-        proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=REPO,
+        proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd,
                               stdin=subprocess.DEVNULL)
     finally:
         _playbook_ended()

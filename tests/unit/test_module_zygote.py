@@ -3,7 +3,6 @@ status, traceback, environment, working directory, umask, atexit and signals), a
 runs fresh; this venv's ansible-playbook handed to a playbook server runs as it runs fresh (its results, exit status
 and output, its own local temporary folder), and one with another configuration runs fresh. tests/conftest.py
 installs the file in this venv (``_kueueops_module_zygote``, started by its ``.pth``)."""
-import json
 import os
 import signal
 import socket
@@ -155,8 +154,7 @@ def test_the_child_dies_with_the_process_that_handed_itself_over(server, tmp_pat
 # The playbook server (kind 'playbook'): this venv's ansible-playbook, handed over --------------------------------
 
 PLAYBOOK = """
-- hosts: localhost
-  connection: local
+- hosts: local
   gather_facts: false
   tasks:
     - name: who runs the run
@@ -168,7 +166,6 @@ PLAYBOOK = """
     - name: its local temporary folders
       ansible.builtin.command: ls {{ local_tmp }}
       changed_when: false
-      register: listed
     - name: the end the test asks for
       ansible.builtin.fail:
         msg: asked to fail
@@ -180,52 +177,47 @@ PLAYBOOK = """
 def playbook_server(tmp_path_factory):
     """A playbook server of this venv with run_playbook's environment and an ANSIBLE_HOME of its own, whose tmp folder
     holds the local temporary folders (ansible-core's default, a template of the constants: {{ ANSIBLE_HOME ~ "/tmp" }});
-    (its name, that environment, that tmp folder)."""
+    (its name, that ANSIBLE_HOME)."""
     from tests.integration.ansible import playbook_env
 
-    home = tmp_path_factory.mktemp("ansible-home")
-    local_tmp = home / "tmp"
-    env = playbook_env({"ANSIBLE_HOME": str(home), "KUEUEOPS_PLAYBOOK_ZYGOTE": ""})
+    home = str(tmp_path_factory.mktemp("ansible-home"))
     name = "kueueops-playbook-zygote-test-%d" % os.getpid()
-    process = start_server(name, "playbook", env)
-    yield name, env, local_tmp
+    process = start_server(name, "playbook", playbook_env({"ANSIBLE_HOME": home, "KUEUEOPS_PLAYBOOK_ZYGOTE": ""}))
+    yield name, home
     process.terminate()
     process.wait(10)
 
 
-def run_ansible_playbook(playbook_server, path, zygote, env=None, cwd=REPO, args=()):
-    _name, base, local_tmp = playbook_server
-    full_env = dict(base, KUEUEOPS_PLAYBOOK_ZYGOTE=zygote, **(env or {}))
-    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(path),
-                             "-e", "local_tmp=%s" % local_tmp] + list(args), capture_output=True, text=True,
-                            env=full_env, cwd=cwd, timeout=120, stdin=subprocess.DEVNULL)
-    data = json.loads(next(line for line in reversed(result.stdout.splitlines()) if line.startswith('{"plays"')))
-    tasks = dict((task["task"]["name"], task["hosts"]["localhost"]) for task in data["plays"][0]["tasks"])
-    return result, data["stats"]["localhost"], tasks
+def run_ansible_playbook(playbook_server, path, zygote, env=None, cwd=REPO, fail=False):
+    """run_playbook with the server's environment, through ``zygote`` ('' for none)."""
+    from tests.integration.ansible import run_playbook
+
+    _name, home = playbook_server
+    return run_playbook(str(path), extravars={"local_tmp": os.path.join(home, "tmp"), "fail": fail}, cwd=cwd,
+                        env=dict({"ANSIBLE_HOME": home, "KUEUEOPS_PLAYBOOK_ZYGOTE": zygote}, **(env or {})), timeout=120)
 
 
 @pytest.mark.parametrize("fail", [False, True])
 def test_ansible_playbook_runs_in_a_child_of_the_playbook_server_as_it_runs_fresh(playbook_server, tmp_path, fail):
     path = tmp_path / "play.yml"
     path.write_text(PLAYBOOK)
-    args = ["-e", "fail=%s" % fail]
-    fresh = run_ansible_playbook(playbook_server, path, "", args=args)
-    forked = run_ansible_playbook(playbook_server, path, playbook_server[0], args=args)
-    again = run_ansible_playbook(playbook_server, path, playbook_server[0], args=args)
-    assert fresh[0].returncode == (2 if fail else 0)
+    fresh = run_ansible_playbook(playbook_server, path, "", fail=fail)
+    forked = run_ansible_playbook(playbook_server, path, playbook_server[0], fail=fail)
+    again = run_ansible_playbook(playbook_server, path, playbook_server[0], fail=fail)
+    assert fresh.rc == (2 if fail else 0)
     for run in (forked, again):
-        assert (run[0].returncode, run[1], run[0].stderr) == (fresh[0].returncode, fresh[1], fresh[0].stderr)
-        assert run[2]["the end the test asks for"].get("msg") == fresh[2]["the end the test asks for"].get("msg")
+        assert (run.rc, run.host_stats(), run.stderr) == (fresh.rc, fresh.host_stats(), fresh.stderr)
+        assert run.result("the end the test asks for").get("msg") == fresh.result("the end the test asks for").get("msg")
         # the interpreter's path as the script's first line gives it (the server's is another name of it)
-        assert run[2]["its interpreter"]["msg"] == fresh[2]["its interpreter"]["msg"]
+        assert run.result("its interpreter")["msg"] == fresh.result("its interpreter")["msg"]
     # the worker processes of the run: forked from the controller, from the server (whose name they keep)
-    assert fresh[2]["who runs the run"]["msg"] == "ansible-playbook"[:15]  # TASK_COMM_LEN
-    assert forked[2]["who runs the run"]["msg"] == again[2]["who runs the run"]["msg"] == "playbook-zygote"
+    assert fresh.result("who runs the run")["msg"] == "ansible-playbook"[:15]  # TASK_COMM_LEN
+    assert forked.result("who runs the run")["msg"] == again.result("who runs the run")["msg"] == "playbook-zygote"
     # each run its own local temporary folder (named after its pid, as a fresh run's), removed at its end
-    folders = [run[2]["its local temporary folders"]["stdout_lines"] for run in (fresh, forked, again)]
+    folders = [run.result("its local temporary folders")["stdout_lines"] for run in (fresh, forked, again)]
     assert all(len(names) == 1 and names[0].startswith("ansible-local-") for names in folders), folders
     assert len(set(names[0] for names in folders)) == 3
-    assert os.listdir(playbook_server[2]) == []
+    assert os.listdir(os.path.join(playbook_server[1], "tmp")) == []
 
 
 def test_another_playbook_environment_or_folder_runs_fresh(playbook_server, tmp_path):
@@ -234,8 +226,8 @@ def test_another_playbook_environment_or_folder_runs_fresh(playbook_server, tmp_
     # ANSIBLE_PIPELINING is read when ansible-core's configuration is (ansible.constants): another value is refused
     other_setting = run_ansible_playbook(playbook_server, path, playbook_server[0], env={"ANSIBLE_PIPELINING": "0"})
     # the configuration file is looked for in the working directory
-    other_folder = run_ansible_playbook(playbook_server, path, playbook_server[0], cwd=tmp_path)
+    other_folder = run_ansible_playbook(playbook_server, path, playbook_server[0], cwd=str(tmp_path))
     for run in (other_setting, other_folder):
-        assert run[0].returncode == 0, run[0].stderr
-        assert run[2]["who runs the run"]["msg"] == "ansible-playbook"[:15]  # TASK_COMM_LEN
-    assert os.listdir(playbook_server[2]) == []
+        assert run.rc == 0, run.stderr
+        assert run.result("who runs the run")["msg"] == "ansible-playbook"[:15]  # TASK_COMM_LEN
+    assert os.listdir(os.path.join(playbook_server[1], "tmp")) == []
