@@ -67,6 +67,8 @@ HELM = "kueue_helm"
 HELM_TASK_OPTIONS = ("state", "rollback_revision", "create_namespace", "allow_minor_change", "delete_namespace")
 # The connection options of the kube_auth fragment the roles pass (the others are the module's own).
 KUBE_VARIABLES = {"kubeconfig": "kueue_kubeconfig", "context": "kueue_kube_context"}
+# The Azure options the roles pass: every option of the azure_auth fragment, each from kueue_azure_<option>.
+AZURE_FRAGMENT = os.path.join(ROOT, "plugins", "doc_fragments", "azure_auth.py")
 # The options whose variable is not kueue_helm_<option>.
 HELM_VARIABLES = dict(KUBE_VARIABLES, release_name="kueue_release_name", release_namespace="kueue_namespace",
                       chart_version="kueue_version", feature_gates="kueue_feature_gates",
@@ -231,8 +233,16 @@ def _was_set(variable: str, spec: dict, defaults: dict) -> str:
     return "%s | string != %s" % (variable, _literal(str(default)))
 
 
+def azure_variables() -> dict:
+    """{Azure option: its role variable}: every option of the azure_auth fragment (DOCUMENTATION and CONNECTION)."""
+    docs = _doc_assignments(AZURE_FRAGMENT, "ModuleDocFragment")
+    names = list(docs["DOCUMENTATION"].get("options") or {}) + list(docs["CONNECTION"].get("options") or {})
+    return dict((name, "kueue_azure_" + name) for name in names)
+
+
 def helm_vars(options: dict | None = None, defaults: dict | None = None) -> dict:
-    """roles/kueue/vars/main.yml's module_defaults of each module of HELM_OPTION_MODULES."""
+    """roles/kueue/vars/main.yml's module_defaults of each module of HELM_OPTION_MODULES, without the connection
+    options (the tasks combine them with kueue_kube_options)."""
     options = module_options(HELM) if options is None else options
     defaults = _role_defaults() if defaults is None else defaults
     variables = helm_variables(options)
@@ -241,8 +251,16 @@ def helm_vars(options: dict | None = None, defaults: dict | None = None) -> dict
         takes = module_options(module) if module != HELM else options
         out["%s_module_defaults" % module] = dict(
             (name, _expression(variable, options[name], defaults)) for name, variable in variables.items()
-            if name in takes)
+            if name in takes and name not in KUBE_VARIABLES)
     return out
+
+
+def set_options(variables: dict) -> str:
+    """The expression of a mapping of the options whose variable is set (neither undefined, none nor empty), each
+    from its variable: the connection the roles' tasks take as module_defaults of their module. An option left out
+    keeps what a play's module_defaults for the module's action group give it; passing it as omit would drop that."""
+    pairs = ",\n     ".join("%s: %s | default(none)" % (_literal(name), variable) for name, variable in variables.items())
+    return "{{ {\n     %s\n   } | dict2items | selectattr('value') | items2dict }}" % pairs
 
 
 def helm_only_options(options: dict | None = None, defaults: dict | None = None) -> str:
@@ -260,7 +278,13 @@ def render_vars(options: dict | None = None) -> str:
         "# What the kueue_helm, kueue_upgrade_plan and kueue_drift_info tasks of the roles and playbooks take from the\n"
         "# kueue_* variables (their module_defaults: a task's own arguments win), and the Helm-only variables a run sets.\n"
         + yaml.dump(helm_vars(options), Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1000)
-        + "kueue_helm_only_options: >-\n  " + helm_only_options(options).replace("\n", "\n  ") + "\n")
+        + "kueue_helm_only_options: >-\n  " + helm_only_options(options).replace("\n", "\n  ") + "\n"
+        + "# The connection each task of the roles takes as module_defaults of its module (with the mappings above:\n"
+        "# combine): only the options whose kueue_* variable is set, so that a play's module_defaults for\n"
+        "# group/kueueops.aks.kueue and group/kueueops.aks.azure give the others (a task argument omitted with\n"
+        "# default(omit) drops the play's value too, and the module would fall back to KUBECONFIG or AZURE_*).\n"
+        + "kueue_kube_options: >-\n  " + set_options(KUBE_VARIABLES).replace("\n", "\n  ") + "\n"
+        + "kueue_azure_options: >-\n  " + set_options(azure_variables()).replace("\n", "\n  ") + "\n")
 
 
 def render_role_variables(options: dict | None = None) -> str:

@@ -327,3 +327,84 @@ def test_proxy_applies_to_the_cluster_of_the_fetched_credentials(kueue, arm, arm
     assert result.rc != 0 and "unmanaged" in " ".join(result.failure_messages()), result
     assert proxy.tunnels and all(t["authorized"] for t in proxy.tunnels), proxy.tunnels
     assert arm_control.writes(path="/extensions", methods=("PUT", "PATCH", "DELETE", "POST")) == []
+
+
+ROLES_NAMESPACE = "roles-groups"
+ROLES_QUEUES = [
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "roles-groups-flavor"},
+     "spec": {}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "roles-groups-cq"},
+     "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+         {"name": "roles-groups-flavor", "resources": [{"name": "cpu", "nominalQuota": "1"}]}]}]}},
+    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+     "metadata": {"name": "roles-groups-lq", "namespace": ROLES_NAMESPACE}, "spec": {"clusterQueue": "roles-groups-cq"}},
+]
+
+
+def test_the_roles_take_the_connection_from_the_groups(cluster, kueue, arm, arm_control, tmp_path):
+    """docs/usage.md's first play: the job roles with the connection in the play's module_defaults for the two action
+    groups, and no kueue_kubeconfig, kueue_kube_context or kueue_azure_* variable. KUBECONFIG names a decoy cluster
+    (127.0.0.1:9, nothing listens) and the AZURE_* variables wrong credentials, so a task of the roles that lost the
+    groups' values fails (each of them did: an argument omitted with default(omit) dropped the play's value too, and
+    the module fell back to KUBECONFIG, another cluster). The second play names the AKS cluster: the roles fetch its
+    credentials and read its agent pools from ARM with the azure group's credentials."""
+    from kubernetes import client
+
+    kube = kueue
+    azure = arm.env()
+    decoy = _write(tmp_path / "decoy.yml", {
+        "apiVersion": "v1", "kind": "Config", "current-context": "decoy",
+        "clusters": [{"name": "decoy", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "users": [{"name": "decoy", "user": {"token": "decoy"}}],
+        "contexts": [{"name": "decoy", "context": {"cluster": "decoy", "user": "decoy"}}]})
+    env = {"K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": decoy, "AZURE_SECRET": "wrong-secret",
+           "AZURE_CLIENT_ID": "00000000-0000-4000-8000-00000000dead", "AZURE_SUBSCRIPTION_ID": "00000000-0000-4000-"
+           "8000-0000000000ff", "AZURE_TENANT": "00000000-0000-4000-8000-00000000beef"}
+    azure_options = {"subscription_id": azure["AZURE_SUBSCRIPTION_ID"], "client_id": azure["AZURE_CLIENT_ID"],
+                     "secret": azure["AZURE_SECRET"], "tenant": azure["AZURE_TENANT"],
+                     "cloud_environment": azure["AZURE_CLOUD_ENVIRONMENT"], "ca_bundle": azure["AZURE_CA_BUNDLE"]}
+    # A new user's inventory: the chart's registry only (the local one), no kubeconfig variable.
+    inventory = _write(tmp_path / "inventory.yml", {"kueue_clusters": {"hosts": {"local": {
+        "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+        "kueue_helm_chart_ref": os.environ["KUEUE_CHART_REF"], "kueue_helm_plain_http": True}}}})
+    queues = {"role": "kueueops.aks.configure_queues",
+              "vars": {"kueue_resources": ROLES_QUEUES, "kueue_create_namespaces": True}}
+    plays = [
+        {"name": "the connection in the groups", "hosts": "kueue_clusters", "gather_facts": False,
+         "module_defaults": {"group/kueueops.aks.kueue": {"kubeconfig": cluster.kubeconfig},
+                             "group/kueueops.aks.azure": azure_options},
+         "roles": [{"role": "kueueops.aks.install"}, queues]},
+        {"name": "the AKS cluster named: its credentials and agent pools from ARM", "hosts": "kueue_clusters",
+         "gather_facts": False, "module_defaults": {"group/kueueops.aks.azure": azure_options},
+         "roles": [dict(queues, vars=dict(queues["vars"], kueue_aks_resource_group=azure["AKS_RESOURCE_GROUP"],
+                                          kueue_aks_cluster_name=azure["AKS_CLUSTER_NAME"]))]},
+    ]
+    custom = client.CustomObjectsApi(kube)
+    arm_control.clear_requests()
+    try:
+        result = run_playbook(plays, env=env, inventory=inventory)
+        assert result.rc == 0 and result.failed == 0, (result, result.stdout[-3000:])
+        assert custom.get_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", ROLES_NAMESPACE, "localqueues",
+                                                   "roles-groups-lq")["spec"]["clusterQueue"] == "roles-groups-cq"
+        assert "roles-groups-lq" in result.stdout  # the LocalQueue was applied by the run, on this cluster
+        # The second play read ARM with the group's credentials: the cluster's credentials, and the managed cluster
+        # (its agentPoolProfiles, for the capacity check).
+        cluster_path = "/managedClusters/" + azure["AKS_CLUSTER_NAME"]
+        assert arm_control.requests(method="POST", path=cluster_path + "/listClusterUserCredential")
+        assert [r for r in arm_control.requests(method="GET", path=cluster_path)
+                if r["path"].lower().endswith(cluster_path.lower()) and r["status"] == 200], arm_control.requests()
+        assert azure["AZURE_SECRET"] not in result.stdout + result.stderr
+    finally:
+        for plural, name, namespace in (("localqueues", "roles-groups-lq", ROLES_NAMESPACE),
+                                        ("clusterqueues", "roles-groups-cq", None),
+                                        ("resourceflavors", "roles-groups-flavor", None)):
+            try:
+                if namespace:
+                    custom.delete_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", namespace, plural, name)
+                else:
+                    custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural, name)
+            except client.exceptions.ApiException as exc:
+                if exc.status != 404:
+                    raise
+        from .kubeutil import delete_namespaces
+        delete_namespaces(kube, [ROLES_NAMESPACE])

@@ -7,6 +7,7 @@ declares. The shared role's own spec is an index of its entry points (issue 43):
 job roles' options."""
 import importlib.util
 import os
+import re
 
 import pytest
 import yaml
@@ -156,7 +157,8 @@ def test_the_tasks_take_the_options_from_the_one_mapping():
     (module_defaults), not from a copy of its own: at most the few arguments that differ from the variables."""
     tasks = _kueue_helm_tasks()
     with_mapping = [(path, module) for path, module, task, defaults in tasks
-                    if defaults.get("kueueops.aks." + module) == "{{ %s_module_defaults }}" % module]
+                    if defaults.get("kueueops.aks." + module) ==
+                    "{{ %s_module_defaults | combine(kueue_kube_options) }}" % module]
     assert len(with_mapping) >= 7, with_mapping
     for path, module, task, defaults in tasks:
         args = task["kueueops.aks." + module]
@@ -164,7 +166,7 @@ def test_the_tasks_take_the_options_from_the_one_mapping():
         repeated = [name for name, value in args.items() if isinstance(value, str) and
                     any("{{ %s" % variable in value for variable in gen.helm_variables().values())
                     and name in gen.helm_variables()]
-        if ("kueueops.aks." + module) in defaults:
+        if "%s_module_defaults" % module in str(defaults.get("kueueops.aks." + module)):
             assert not repeated, (path, repeated)
 
 
@@ -183,3 +185,61 @@ def test_a_new_kueue_helm_option_reaches_every_place_from_the_modules_documentat
     assert "'kueue_helm_release_channel' if kueue_helm_release_channel | default('', true) | length > 0 else ''" in (
         gen.helm_only_options(options))
     assert "'release_channel': 'kueue_helm_release_channel'," in gen.render_role_variables(options)
+
+
+# A role variable of a connection option, as a task argument would read it (not hostvars[host].kueue_kubeconfig).
+CONNECTION_VARIABLE = re.compile(r"(?<![\w.])(kueue_kubeconfig|kueue_kube_context|kueue_azure_[a-z_]+)\b")
+
+
+def _module_tasks(node, inherited, found):
+    """(module, task, its module_defaults as Ansible merges them: a block's, then the task's, by key) of every task of
+    ``node`` that calls a module of this collection."""
+    if isinstance(node, list):
+        for item in node:
+            _module_tasks(item, inherited, found)
+    elif isinstance(node, dict):
+        here = dict(inherited, **(node.get("module_defaults") or {}))
+        for key in node:
+            if key.startswith("kueueops.aks."):
+                found.append((key[len("kueueops.aks."):], node, here))
+        for key in ("block", "rescue", "always"):
+            _module_tasks(node.get(key), here, found)
+    return found
+
+
+def test_every_task_takes_the_connection_from_the_variables_that_are_set():
+    """A play's module_defaults for group/kueueops.aks.kueue (kubeconfig, context) and group/kueueops.aks.azure reach
+    every task of the roles whose variable is unset: the tasks take the connection as module_defaults of their module
+    from kueue_kube_options / kueue_azure_options (only the options whose variable is set), never as an argument
+    with default(omit), which drops the play's value too (the module then falls back to KUBECONFIG or
+    ~/.kube/config: another cluster)."""
+    tasks_dir = os.path.join(ROOT, "roles", "kueue", "tasks")
+    seen = []
+    for name in sorted(os.listdir(tasks_dir)):
+        for module, task, defaults in _module_tasks(_load("roles", "kueue", "tasks", name), {}, []):
+            where = (name, task.get("name"))
+            args = task["kueueops.aks." + module]
+            args = args if isinstance(args, dict) else {}
+            assert not [k for k, v in args.items() if CONNECTION_VARIABLE.search(str(v))], where
+            own = defaults.get("kueueops.aks." + module)
+            assert isinstance(own, str) or own is None, (where, "a mapping cannot leave an unset option out")
+            own = own or ""
+            if "kubeconfig" in args:  # a removed worker, reached through its own host's kubeconfig
+                assert "hostvars[" in str(args["kubeconfig"]), where
+                continue
+            if module in ("kueue_extension", "kueue_capacity_info"):
+                assert "kueue_azure_options" in own, where
+            if module != "kueue_extension":
+                assert "kueue_kube_options" in own, where
+            seen.append(module)
+    # every module of the collection has tasks in the roles
+    modules = set(f[:-3] for f in os.listdir(os.path.join(ROOT, "plugins", "modules")) if f.endswith(".py"))
+    assert set(seen) == modules, sorted(modules - set(seen))
+
+
+def test_the_azure_variables_are_the_fragments_options_and_role_variables():
+    fragment = gen._doc_assignments(gen.AZURE_FRAGMENT, "ModuleDocFragment")
+    assert set(gen.azure_variables()) == set(fragment["DOCUMENTATION"]["options"]) | set(
+        fragment["CONNECTION"]["options"])
+    for entry in ("install", "upgrade", "uninstall_with_backup", "configure_queues"):
+        assert set(gen.azure_variables().values()) <= set(SOURCE[entry]["options"]), entry
