@@ -31,6 +31,10 @@ from .ansible import module_docs, run_playbook
 
 PROXY_USER, PROXY_PASSWORD = "kueueops", "pr0xy-s3cret-4711"
 GITOPS_CRDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "files", "gitops_crds.yml")
+# Azure credentials in the environment that ARM refuses: only the azure group's can make a run pass.
+WRONG_AZURE_ENV = {"AZURE_SECRET": "wrong-secret", "AZURE_CLIENT_ID": "00000000-0000-4000-8000-00000000dead",
+                   "AZURE_SUBSCRIPTION_ID": "00000000-0000-4000-8000-0000000000ff",
+                   "AZURE_TENANT": "00000000-0000-4000-8000-00000000beef"}
 KS = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
       "metadata": {"name": "auth-ks", "namespace": "auth-options"},
       "spec": {"interval": "10m", "path": "./", "prune": True, "sourceRef": {"kind": "GitRepository", "name": "x"}}}
@@ -221,10 +225,8 @@ def test_every_option_through_the_groups_check_and_diff_mode_and_the_proxy(
     assert set(azure_options) == set(yaml.safe_load(azure_auth.DOCUMENTATION)["options"]) | set(
         yaml.safe_load(azure_auth.CONNECTION)["options"])
     # Nothing right in the environment: only the groups can make this pass.
-    env = {"K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": str(tmp_path / "none"), "AZURE_SECRET": "wrong-secret",
-           "AZURE_CLIENT_ID": "00000000-0000-4000-8000-00000000dead", "AZURE_SUBSCRIPTION_ID": "00000000-0000-4000-"
-           "8000-0000000000ff", "AZURE_TENANT": "00000000-0000-4000-8000-00000000beef", "AZURE_CA_BUNDLE": "",
-           "AZURE_CLOUD_ENVIRONMENT": "AzureCloud", "NO_PROXY": "", "HTTPS_PROXY": "", "no_proxy": "", "https_proxy": ""}
+    env = dict(WRONG_AZURE_ENV, K8S_AUTH_KUBECONFIG="", KUBECONFIG=str(tmp_path / "none"), AZURE_CA_BUNDLE="",
+               AZURE_CLOUD_ENVIRONMENT="AzureCloud", NO_PROXY="", HTTPS_PROXY="", no_proxy="", https_proxy="")
     chart_version = cluster.state["chart_versions"][0]
     tasks = {
         "kueue_helm": {"chart_ref": os.environ["KUEUE_CHART_REF"], "chart_version": chart_version, "plain_http": True,
@@ -357,9 +359,7 @@ def test_the_roles_take_the_connection_from_the_groups(cluster, kueue, arm, arm_
         "clusters": [{"name": "decoy", "cluster": {"server": "https://127.0.0.1:9"}}],
         "users": [{"name": "decoy", "user": {"token": "decoy"}}],
         "contexts": [{"name": "decoy", "context": {"cluster": "decoy", "user": "decoy"}}]})
-    env = {"K8S_AUTH_KUBECONFIG": "", "KUBECONFIG": decoy, "AZURE_SECRET": "wrong-secret",
-           "AZURE_CLIENT_ID": "00000000-0000-4000-8000-00000000dead", "AZURE_SUBSCRIPTION_ID": "00000000-0000-4000-"
-           "8000-0000000000ff", "AZURE_TENANT": "00000000-0000-4000-8000-00000000beef"}
+    env = dict(WRONG_AZURE_ENV, K8S_AUTH_KUBECONFIG="", KUBECONFIG=decoy)
     azure_options = {"subscription_id": azure["AZURE_SUBSCRIPTION_ID"], "client_id": azure["AZURE_CLIENT_ID"],
                      "secret": azure["AZURE_SECRET"], "tenant": azure["AZURE_TENANT"],
                      "cloud_environment": azure["AZURE_CLOUD_ENVIRONMENT"], "ca_bundle": azure["AZURE_CA_BUNDLE"]}
@@ -395,16 +395,7 @@ def test_the_roles_take_the_connection_from_the_groups(cluster, kueue, arm, arm_
                 if r["path"].lower().endswith(cluster_path.lower()) and r["status"] == 200], arm_control.requests()
         assert azure["AZURE_SECRET"] not in result.stdout + result.stderr
     finally:
-        for plural, name, namespace in (("localqueues", "roles-groups-lq", ROLES_NAMESPACE),
-                                        ("clusterqueues", "roles-groups-cq", None),
-                                        ("resourceflavors", "roles-groups-flavor", None)):
-            try:
-                if namespace:
-                    custom.delete_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", namespace, plural, name)
-                else:
-                    custom.delete_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural, name)
-            except client.exceptions.ApiException as exc:
-                if exc.status != 404:
-                    raise
-        from .kubeutil import delete_namespaces
+        from .kubeutil import delete_kueue_objects, delete_namespaces, kueue_plurals
+        delete_kueue_objects(kube, kueue_plurals("ResourceFlavor", "ClusterQueue", "LocalQueue"),
+                             lambda _kind, meta: meta["name"].startswith("roles-groups-"))
         delete_namespaces(kube, [ROLES_NAMESPACE])

@@ -127,12 +127,9 @@ def test_each_module_default_is_an_option_of_its_module():
         assert defaults and set(defaults) <= set(gen.module_options(module)), module
 
 
-def _kueue_helm_tasks():
-    """(file, task) of every task of the roles and playbooks that calls one of gen.HELM_OPTION_MODULES."""
-    paths = [os.path.join(ROOT, "roles", "kueue", "tasks", f) for f in os.listdir(os.path.join(ROOT, "roles", "kueue",
-                                                                                               "tasks"))]
-    paths += [os.path.join(ROOT, "playbooks", f) for f in os.listdir(os.path.join(ROOT, "playbooks"))
-              if f.endswith(".yml")]
+def _module_tasks(paths):
+    """(file, module, task, its module_defaults as Ansible merges them: a play's or block's, then the task's, by key) of
+    every task of ``paths`` (relative to the repository) that calls a module of this collection."""
     found = []
 
     def walk(node, inherited, path):
@@ -141,15 +138,27 @@ def _kueue_helm_tasks():
                 walk(item, inherited, path)
         elif isinstance(node, dict):
             here = dict(inherited, **(node.get("module_defaults") or {}))
-            for module in gen.HELM_OPTION_MODULES:
-                if "kueueops.aks." + module in node:
-                    found.append((os.path.relpath(path, ROOT), module, node, here))
+            for key in node:
+                if key.startswith("kueueops.aks."):
+                    found.append((path, key[len("kueueops.aks."):], node, here))
             for key in ("block", "rescue", "always", "tasks"):
                 walk(node.get(key), here, path)
 
     for path in paths:
-        walk(_load(os.path.relpath(path, ROOT)), {}, path)
+        walk(_load(path), {}, path)
     return found
+
+
+def _role_task_files():
+    folder = os.path.join("roles", "kueue", "tasks")
+    return [os.path.join(folder, f) for f in sorted(os.listdir(os.path.join(ROOT, folder)))]
+
+
+def _kueue_helm_tasks():
+    """(file, module, task, module_defaults) of every task of the roles and playbooks that calls one of
+    gen.HELM_OPTION_MODULES."""
+    playbooks = [os.path.join("playbooks", f) for f in os.listdir(os.path.join(ROOT, "playbooks")) if f.endswith(".yml")]
+    return [t for t in _module_tasks(_role_task_files() + playbooks) if t[1] in gen.HELM_OPTION_MODULES]
 
 
 def test_the_tasks_take_the_options_from_the_one_mapping():
@@ -191,47 +200,29 @@ def test_a_new_kueue_helm_option_reaches_every_place_from_the_modules_documentat
 CONNECTION_VARIABLE = re.compile(r"(?<![\w.])(kueue_kubeconfig|kueue_kube_context|kueue_azure_[a-z_]+)\b")
 
 
-def _module_tasks(node, inherited, found):
-    """(module, task, its module_defaults as Ansible merges them: a block's, then the task's, by key) of every task of
-    ``node`` that calls a module of this collection."""
-    if isinstance(node, list):
-        for item in node:
-            _module_tasks(item, inherited, found)
-    elif isinstance(node, dict):
-        here = dict(inherited, **(node.get("module_defaults") or {}))
-        for key in node:
-            if key.startswith("kueueops.aks."):
-                found.append((key[len("kueueops.aks."):], node, here))
-        for key in ("block", "rescue", "always"):
-            _module_tasks(node.get(key), here, found)
-    return found
-
-
 def test_every_task_takes_the_connection_from_the_variables_that_are_set():
     """A play's module_defaults for group/kueueops.aks.kueue (kubeconfig, context) and group/kueueops.aks.azure reach
     every task of the roles whose variable is unset: the tasks take the connection as module_defaults of their module
     from kueue_kube_options / kueue_azure_options (only the options whose variable is set), never as an argument
     with default(omit), which drops the play's value too (the module then falls back to KUBECONFIG or
     ~/.kube/config: another cluster)."""
-    tasks_dir = os.path.join(ROOT, "roles", "kueue", "tasks")
     seen = []
-    for name in sorted(os.listdir(tasks_dir)):
-        for module, task, defaults in _module_tasks(_load("roles", "kueue", "tasks", name), {}, []):
-            where = (name, task.get("name"))
-            args = task["kueueops.aks." + module]
-            args = args if isinstance(args, dict) else {}
-            assert not [k for k, v in args.items() if CONNECTION_VARIABLE.search(str(v))], where
-            own = defaults.get("kueueops.aks." + module)
-            assert isinstance(own, str) or own is None, (where, "a mapping cannot leave an unset option out")
-            own = own or ""
-            if "kubeconfig" in args:  # a removed worker, reached through its own host's kubeconfig
-                assert "hostvars[" in str(args["kubeconfig"]), where
-                continue
-            if module in ("kueue_extension", "kueue_capacity_info"):
-                assert "kueue_azure_options" in own, where
-            if module != "kueue_extension":
-                assert "kueue_kube_options" in own, where
-            seen.append(module)
+    for path, module, task, defaults in _module_tasks(_role_task_files()):
+        where = (path, task.get("name"))
+        args = task["kueueops.aks." + module]
+        args = args if isinstance(args, dict) else {}
+        assert not [k for k, v in args.items() if CONNECTION_VARIABLE.search(str(v))], where
+        own = defaults.get("kueueops.aks." + module)
+        assert isinstance(own, str) or own is None, (where, "a mapping cannot leave an unset option out")
+        own = own or ""
+        if "kubeconfig" in args:  # a removed worker, reached through its own host's kubeconfig
+            assert "hostvars[" in str(args["kubeconfig"]), where
+            continue
+        if module in ("kueue_extension", "kueue_capacity_info"):
+            assert "kueue_azure_options" in own, where
+        if module != "kueue_extension":
+            assert "kueue_kube_options" in own, where
+        seen.append(module)
     # every module of the collection has tasks in the roles
     modules = set(f[:-3] for f in os.listdir(os.path.join(ROOT, "plugins", "modules")) if f.endswith(".py"))
     assert set(seen) == modules, sorted(modules - set(seen))
